@@ -1,0 +1,92 @@
+//! Turns the end of an attempt into an [`Outcome`] through the status machine: the one place
+//! where retry, backoff and FAILED are decided.
+
+use crate::config::WorkerConfig;
+use crate::error::FailureKind;
+use crate::record::StoredMessage;
+use crate::status::MessageStatus;
+use crate::store::{Outcome, Resolution};
+
+/// Longest `last_error` kept (bytes); longer messages are cut at a character boundary.
+const MAX_ERROR_LEN: usize = 4000;
+
+fn truncate(mut error: String) -> String {
+    if error.len() > MAX_ERROR_LEN {
+        let mut end = MAX_ERROR_LEN;
+        while !error.is_char_boundary(end) {
+            end -= 1;
+        }
+        error.truncate(end);
+    }
+    error
+}
+
+/// The outcome of a successful attempt.
+pub(crate) fn success(message: &StoredMessage) -> Outcome {
+    Outcome {
+        id: message.record.id,
+        subscriber: message.subscriber.clone(),
+        resolution: Resolution::Completed,
+    }
+}
+
+/// The outcome of a failed attempt: PENDING with `retry_count + 1` and a backoff while
+/// retries are left, FAILED otherwise or at once for a permanent failure.
+pub(crate) fn failure(
+    message: &StoredMessage,
+    config: &WorkerConfig,
+    kind: FailureKind,
+    error: String,
+) -> Outcome {
+    let error = truncate(error);
+    let resolution = match kind {
+        FailureKind::Permanent => Resolution::Failed {
+            retry_count: message.retry_count,
+            error,
+        },
+        FailureKind::Retriable => {
+            // The row is PROCESSING (we hold its claim), so this transition is legal.
+            match MessageStatus::Processing.complete(false, message.retry_count, config.max_retries)
+            {
+                Ok(after) if after.status == MessageStatus::Pending => Resolution::Retry {
+                    retry_count: after.retry_count,
+                    delay: config.backoff(after.retry_count, rand::random::<f64>()),
+                    error,
+                },
+                Ok(after) => Resolution::Failed {
+                    retry_count: after.retry_count,
+                    error,
+                },
+                Err(transition) => Resolution::Failed {
+                    retry_count: message.retry_count,
+                    error: transition.to_string(),
+                },
+            }
+        }
+    };
+    Outcome {
+        id: message.record.id,
+        subscriber: message.subscriber.clone(),
+        resolution,
+    }
+}
+
+/// A row whose expired lease was taken over more times than `max-retries` allows: the
+/// previous holders died while working on it (a message that crashes its process).
+pub(crate) fn exhausted_by_crashes(
+    message: &StoredMessage,
+    config: &WorkerConfig,
+) -> Option<Outcome> {
+    (message.reclaimed && message.retry_count > config.max_retries).then(|| Outcome {
+        id: message.record.id,
+        subscriber: message.subscriber.clone(),
+        resolution: Resolution::Failed {
+            retry_count: message.retry_count,
+            error: format!(
+                "lease expired {} times: the workers holding it stopped before finishing (crash or kill); last error: {}",
+                message.retry_count,
+                message.last_error.as_deref().unwrap_or("none")
+            ),
+        },
+    })
+}

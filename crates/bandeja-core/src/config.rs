@@ -1,0 +1,653 @@
+//! Configuration of the four worker groups (`events.outbox`, `events.inbox`,
+//! `commands.outbox`, `commands.inbox`) and the command routing table.
+//!
+//! Sources, later ones overriding earlier ones:
+//! 1. the defaults of the specification ([`Config::default`]);
+//! 2. a TOML file ([`Config::from_toml_file`]), whose keys are those of the
+//!    specification (`[events.outbox] batch-size = 100`, `stuck-threshold = "PT5M"`,
+//!    `[commands.topics] billing = "billing.commands"`);
+//! 3. environment variables ([`Config::apply_env`]): `BANDEJA_<GROUP>_<KEY>` where
+//!    `GROUP` is `EVENTS_OUTBOX`, `EVENTS_INBOX`, `COMMANDS_OUTBOX` or `COMMANDS_INBOX`
+//!    and `KEY` is the key upper-cased with `-` replaced by `_`
+//!    (`BANDEJA_EVENTS_INBOX_BATCH_SIZE=10`), plus `BANDEJA_STUCK_THRESHOLD` and
+//!    `BANDEJA_COMMANDS_TOPICS=billing=billing.commands,shipping=shipping.cmds` (which
+//!    replaces the whole routing table). `BANDEJA_LOG` and `BANDEJA_CONFIG` are reserved
+//!    for other uses and ignored here; any other `BANDEJA_` variable is an error.
+//!
+//! Durations are written as ISO-8601 (`PT5S`) or in human form (`5s`), see
+//! [`parse_duration`]. Unknown keys and bad values are errors naming the full dotted key
+//! (or the variable), so a typo never silently falls back to a default.
+
+mod duration;
+mod sources;
+mod validate;
+
+pub use duration::{format_duration, parse_duration};
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Largest accepted `batch-size`.
+pub const MAX_BATCH_SIZE: usize = 10_000;
+/// Largest accepted `max-retries`.
+pub const MAX_RETRIES_LIMIT: u32 = 1_000;
+/// Prefix of the environment variables read by [`Config::apply_env`].
+pub const ENV_PREFIX: &str = "BANDEJA_";
+/// Variables starting with [`ENV_PREFIX`] that are reserved for other uses (logging
+/// filter, configuration file path) and ignored by [`Config::apply_env`].
+pub const RESERVED_ENV_VARS: [&str; 2] = ["BANDEJA_LOG", "BANDEJA_CONFIG"];
+
+/// Whether a worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enabled {
+    /// Always runs (`true`).
+    On,
+    /// Never runs (`false`).
+    Off,
+    /// Runs only when the application registered something for it (`"auto"`): an event
+    /// handler for `events.inbox`, a command handler for `commands.inbox`, a command
+    /// handler or a non-empty `commands.topics` for `commands.outbox`.
+    Auto,
+}
+
+impl Enabled {
+    /// Whether the worker runs, given whether the application uses it:
+    /// `On` → `true`, `Off` → `false`, `Auto` → `used`.
+    #[must_use]
+    pub fn resolve(self, used: bool) -> bool {
+        match self {
+            Enabled::On => true,
+            Enabled::Off => false,
+            Enabled::Auto => used,
+        }
+    }
+}
+
+impl FromStr for Enabled {
+    type Err = String;
+
+    /// Accepts `true`/`false`/`auto` and `1`/`0`, `yes`/`no`, `on`/`off`, case-insensitively.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Enabled::Auto),
+            other => parse_bool(other)
+                .map(|on| if on { Enabled::On } else { Enabled::Off })
+                .ok_or_else(|| "expected `true`, `false` or `auto`".to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for Enabled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Enabled::On => "true",
+            Enabled::Off => "false",
+            Enabled::Auto => "auto",
+        })
+    }
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Settings of one worker group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerConfig {
+    /// Whether the worker runs (`enabled`).
+    pub enabled: Enabled,
+    /// Pause between two polls (`polling-interval`).
+    pub polling_interval: Duration,
+    /// Pause before the first poll (`polling-initial-delay`).
+    pub polling_initial_delay: Duration,
+    /// Shortest time a poll holds its lock (`lock-at-least-for`).
+    pub lock_at_least_for: Duration,
+    /// Longest time a poll holds its lock (`lock-at-most-for`).
+    pub lock_at_most_for: Duration,
+    /// Messages claimed per poll (`batch-size`).
+    pub batch_size: usize,
+    /// Retries after the first attempt before a message fails for good (`max-retries`).
+    pub max_retries: u32,
+    /// Delay before the first retry (`retry-backoff-initial`).
+    pub retry_backoff_initial: Duration,
+    /// Largest delay between retries (`retry-backoff-max`).
+    pub retry_backoff_max: Duration,
+    /// Growth factor of the delay from one retry to the next (`retry-backoff-multiplier`).
+    pub retry_backoff_multiplier: f64,
+    /// Fraction (0..=1) of each delay that is randomized (`retry-jitter`).
+    pub retry_jitter: f64,
+    /// Time limit of one handler call for inbox groups, of one publish for outbox
+    /// groups (`handler-timeout`).
+    pub handler_timeout: Duration,
+    /// Whether messages sharing a partition key are processed in order (`ordered`).
+    pub ordered: bool,
+}
+
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {$(
+        $(#[$doc])*
+        #[must_use]
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.$name = value;
+            self
+        }
+    )*};
+}
+
+impl WorkerConfig {
+    fn base(enabled: Enabled, polling: u64, initial_delay: u64, least: u64, most: u64) -> Self {
+        WorkerConfig {
+            enabled,
+            polling_interval: Duration::from_secs(polling),
+            polling_initial_delay: Duration::from_secs(initial_delay),
+            lock_at_least_for: Duration::from_secs(least),
+            lock_at_most_for: Duration::from_secs(most),
+            batch_size: 50,
+            max_retries: 3,
+            retry_backoff_initial: Duration::from_secs(1),
+            retry_backoff_max: Duration::from_secs(300),
+            retry_backoff_multiplier: 2.0,
+            retry_jitter: 0.2,
+            handler_timeout: Duration::from_secs(300),
+            ordered: true,
+        }
+    }
+
+    /// Defaults of `events.outbox`: enabled, polling every PT5S after PT2S, locks
+    /// PT10S..PT30S, batches of 100, publish timeout PT30S.
+    #[must_use]
+    pub fn events_outbox_defaults() -> Self {
+        WorkerConfig {
+            batch_size: 100,
+            handler_timeout: Duration::from_secs(30),
+            ..Self::base(Enabled::On, 5, 2, 10, 30)
+        }
+    }
+
+    /// Defaults of `events.inbox`: auto, polling every PT2S after PT10S, locks PT5S..PT20S,
+    /// batches of 50, handler timeout PT5M.
+    #[must_use]
+    pub fn events_inbox_defaults() -> Self {
+        Self::base(Enabled::Auto, 2, 10, 5, 20)
+    }
+
+    /// Defaults of `commands.outbox`: as `events.inbox` but with a publish timeout of PT30S.
+    #[must_use]
+    pub fn commands_outbox_defaults() -> Self {
+        WorkerConfig {
+            handler_timeout: Duration::from_secs(30),
+            ..Self::base(Enabled::Auto, 2, 10, 5, 20)
+        }
+    }
+
+    /// Defaults of `commands.inbox`: the same as `events.inbox`.
+    #[must_use]
+    pub fn commands_inbox_defaults() -> Self {
+        Self::base(Enabled::Auto, 2, 10, 5, 20)
+    }
+
+    setters! {
+        /// Sets `enabled` (default: `true` for `events.outbox`, `auto` elsewhere).
+        enabled: Enabled;
+        /// Sets `polling-interval` (default: PT5S for `events.outbox`, PT2S elsewhere).
+        polling_interval: Duration;
+        /// Sets `polling-initial-delay` (default: PT2S for `events.outbox`, PT10S elsewhere).
+        polling_initial_delay: Duration;
+        /// Sets `lock-at-least-for` (default: PT10S for `events.outbox`, PT5S elsewhere).
+        lock_at_least_for: Duration;
+        /// Sets `lock-at-most-for` (default: PT30S for `events.outbox`, PT20S elsewhere).
+        lock_at_most_for: Duration;
+        /// Sets `batch-size`, 1 to 10000 (default: 100 for `events.outbox`, 50 elsewhere).
+        batch_size: usize;
+        /// Sets `max-retries`, at most 1000 (default: 3).
+        max_retries: u32;
+        /// Sets `retry-backoff-initial` (default: PT1S).
+        retry_backoff_initial: Duration;
+        /// Sets `retry-backoff-max` (default: PT5M).
+        retry_backoff_max: Duration;
+        /// Sets `retry-backoff-multiplier`, at least 1.0 (default: 2.0).
+        retry_backoff_multiplier: f64;
+        /// Sets `retry-jitter`, between 0.0 and 1.0 (default: 0.2).
+        retry_jitter: f64;
+        /// Sets `handler-timeout` (default: PT30S, the publish timeout, for outbox groups;
+        /// PT5M for inbox groups).
+        handler_timeout: Duration;
+        /// Sets `ordered`, per-partition-key ordering (default: `true`).
+        ordered: bool;
+    }
+
+    /// The delay before retry number `retry_count` (1-based: the first retry is 1; 0 is
+    /// treated as 1): `initial * multiplier^(retry_count - 1)`, capped at
+    /// `retry-backoff-max`, then multiplied by a random factor in `[1 - jitter, 1]`
+    /// computed as `1 - jitter * unit_random`, where `unit_random` is a uniform sample of
+    /// `[0, 1)` (out-of-range samples are clamped). Never overflows or panics, even for
+    /// huge `retry_count` or an unvalidated configuration.
+    #[must_use]
+    pub fn backoff(&self, retry_count: u32, unit_random: f64) -> Duration {
+        let cap = self.retry_backoff_max;
+        let exponent = f64::from(retry_count.saturating_sub(1));
+        let raw =
+            self.retry_backoff_initial.as_secs_f64() * self.retry_backoff_multiplier.powf(exponent);
+        let capped = if raw.is_finite() && raw >= 0.0 {
+            raw.min(cap.as_secs_f64())
+        } else {
+            cap.as_secs_f64()
+        };
+        let jitter = if self.retry_jitter.is_nan() {
+            0.0
+        } else {
+            self.retry_jitter.clamp(0.0, 1.0)
+        };
+        let sample = if unit_random.is_nan() {
+            0.0
+        } else {
+            unit_random.clamp(0.0, 1.0)
+        };
+        let delay = Duration::try_from_secs_f64(capped * (1.0 - jitter * sample)).unwrap_or(cap);
+        delay.min(cap)
+    }
+}
+
+/// Which of the four boxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Group {
+    /// `events.outbox`: publishes recorded events.
+    EventsOutbox,
+    /// `events.inbox`: handles received events.
+    EventsInbox,
+    /// `commands.outbox`: sends recorded commands.
+    CommandsOutbox,
+    /// `commands.inbox`: handles received commands.
+    CommandsInbox,
+}
+
+impl Group {
+    /// The four groups, in documentation order.
+    pub const ALL: [Group; 4] = [
+        Group::EventsOutbox,
+        Group::EventsInbox,
+        Group::CommandsOutbox,
+        Group::CommandsInbox,
+    ];
+
+    /// The dotted configuration key: `events.outbox`, `events.inbox`, `commands.outbox`
+    /// or `commands.inbox`.
+    #[must_use]
+    pub fn key(self) -> &'static str {
+        match self {
+            Group::EventsOutbox => "events.outbox",
+            Group::EventsInbox => "events.inbox",
+            Group::CommandsOutbox => "commands.outbox",
+            Group::CommandsInbox => "commands.inbox",
+        }
+    }
+
+    /// The default settings of this group.
+    #[must_use]
+    pub fn defaults(self) -> WorkerConfig {
+        match self {
+            Group::EventsOutbox => WorkerConfig::events_outbox_defaults(),
+            Group::EventsInbox => WorkerConfig::events_inbox_defaults(),
+            Group::CommandsOutbox => WorkerConfig::commands_outbox_defaults(),
+            Group::CommandsInbox => WorkerConfig::commands_inbox_defaults(),
+        }
+    }
+}
+
+impl fmt::Display for Group {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `events.outbox`.
+    pub events_outbox: WorkerConfig,
+    /// `events.inbox`.
+    pub events_inbox: WorkerConfig,
+    /// `commands.outbox`.
+    pub commands_outbox: WorkerConfig,
+    /// `commands.inbox`.
+    pub commands_inbox: WorkerConfig,
+    /// `commands.topics`: target service name → broker topic (default: empty).
+    pub command_topics: BTreeMap<String, String>,
+    /// `stuck-threshold`: how long a message may stay in flight before it is
+    /// considered stuck (default: PT5M).
+    pub stuck_threshold: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            events_outbox: WorkerConfig::events_outbox_defaults(),
+            events_inbox: WorkerConfig::events_inbox_defaults(),
+            commands_outbox: WorkerConfig::commands_outbox_defaults(),
+            commands_inbox: WorkerConfig::commands_inbox_defaults(),
+            command_topics: BTreeMap::new(),
+            stuck_threshold: Duration::from_secs(300),
+        }
+    }
+}
+
+impl Config {
+    /// The settings of one group.
+    #[must_use]
+    pub fn group(&self, g: Group) -> &WorkerConfig {
+        match g {
+            Group::EventsOutbox => &self.events_outbox,
+            Group::EventsInbox => &self.events_inbox,
+            Group::CommandsOutbox => &self.commands_outbox,
+            Group::CommandsInbox => &self.commands_inbox,
+        }
+    }
+
+    /// The settings of one group, for changing them.
+    pub fn group_mut(&mut self, g: Group) -> &mut WorkerConfig {
+        match g {
+            Group::EventsOutbox => &mut self.events_outbox,
+            Group::EventsInbox => &mut self.events_inbox,
+            Group::CommandsOutbox => &mut self.commands_outbox,
+            Group::CommandsInbox => &mut self.commands_inbox,
+        }
+    }
+
+    /// Routes commands for `target_service` to the broker topic `topic`.
+    #[must_use]
+    pub fn with_command_topic(
+        mut self,
+        target_service: impl Into<String>,
+        topic: impl Into<String>,
+    ) -> Self {
+        self.command_topics
+            .insert(target_service.into(), topic.into());
+        self
+    }
+
+    /// The broker topic for a command's target service, if routed.
+    #[must_use]
+    pub fn command_topic(&self, target_service: &str) -> Option<&str> {
+        self.command_topics.get(target_service).map(String::as_str)
+    }
+
+    /// The defaults overlaid by the TOML document `s`, validated.
+    pub fn from_toml_str(s: &str) -> Result<Config, ConfigError> {
+        let config = sources::parse_toml(s, "<string>")?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The defaults overlaid by the TOML file at `path`, validated.
+    pub fn from_toml_file(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
+        let config = sources::read_toml_file(path.as_ref())?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Overlays the variables of `vars` whose name starts with `BANDEJA_` (see the module
+    /// documentation), in name order, then validates. Variables without the prefix and
+    /// the reserved `BANDEJA_LOG` and `BANDEJA_CONFIG` are ignored; any other `BANDEJA_`
+    /// variable is [`ConfigError::UnknownKey`].
+    pub fn apply_env<I: IntoIterator<Item = (String, String)>>(
+        mut self,
+        vars: I,
+    ) -> Result<Config, ConfigError> {
+        sources::overlay_env(&mut self, vars)?;
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// [`Config::apply_env`] with the variables of this process.
+    pub fn apply_process_env(self) -> Result<Config, ConfigError> {
+        self.apply_env(sources::process_env()?)
+    }
+
+    /// File (if given) then environment, validated once at the end: the usual startup
+    /// entry point. The path is the caller's choice (a command-line flag, or the reserved
+    /// `BANDEJA_CONFIG` variable, which this function does not read itself).
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let mut config = match path {
+            Some(path) => sources::read_toml_file(path)?,
+            None => Config::default(),
+        };
+        sources::overlay_env(&mut config, sources::process_env()?)?;
+        config.validate()?;
+        tracing::debug!(file = ?path, config = ?config, "bandeja configuration loaded");
+        Ok(config)
+    }
+}
+
+/// A configuration that cannot be used. Every variant names the offending key: the full
+/// dotted path (e.g. `events.outbox.batch-size`) or the environment variable name.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A key that bandeja does not know, most likely a typo.
+    #[error("unknown configuration key `{key}`{}", sources::unknown_key_hint(.key))]
+    UnknownKey {
+        /// The dotted key or the environment variable name.
+        key: String,
+    },
+    /// A value of the wrong type, out of range, or inconsistent with another setting.
+    #[error("invalid value `{value}` for `{key}`: {reason}")]
+    InvalidValue {
+        /// The dotted key or the environment variable name.
+        key: String,
+        /// The offending value, as written.
+        value: String,
+        /// What is wrong and what is expected.
+        reason: String,
+    },
+    /// The configuration file cannot be read (the source error says why).
+    #[error("cannot read configuration file `{}`", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The configuration is not well-formed TOML. The message names the origin; the
+    /// source error has the line, column and what was expected.
+    #[error("malformed TOML in {path_or_origin}")]
+    Parse {
+        /// The file path, or a description of where the text came from.
+        path_or_origin: String,
+        /// The cause.
+        #[source]
+        source: toml::de::Error,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    #[test]
+    fn defaults_match_the_specification() {
+        // (group, enabled, polling, initial delay, least, most, batch, handler timeout)
+        let table = [
+            (Group::EventsOutbox, Enabled::On, 5, 2, 10, 30, 100, 30),
+            (Group::EventsInbox, Enabled::Auto, 2, 10, 5, 20, 50, 300),
+            (Group::CommandsOutbox, Enabled::Auto, 2, 10, 5, 20, 50, 30),
+            (Group::CommandsInbox, Enabled::Auto, 2, 10, 5, 20, 50, 300),
+        ];
+        let config = Config::default();
+        for (group, enabled, polling, delay, least, most, batch, timeout) in table {
+            let expected = WorkerConfig {
+                enabled,
+                polling_interval: secs(polling),
+                polling_initial_delay: secs(delay),
+                lock_at_least_for: secs(least),
+                lock_at_most_for: secs(most),
+                batch_size: batch,
+                max_retries: 3,
+                retry_backoff_initial: secs(1),
+                retry_backoff_max: secs(300),
+                retry_backoff_multiplier: 2.0,
+                retry_jitter: 0.2,
+                handler_timeout: secs(timeout),
+                ordered: true,
+            };
+            assert_eq!(config.group(group), &expected, "{group}");
+            assert_eq!(group.defaults(), expected, "{group}");
+        }
+        assert_eq!(config.stuck_threshold, secs(300));
+        assert!(config.command_topics.is_empty());
+        assert_eq!(config.validate().ok(), Some(()));
+    }
+
+    #[test]
+    fn groups_have_their_keys_and_fields() {
+        let keys: Vec<_> = Group::ALL.iter().map(|g| g.key()).collect();
+        let expected = [
+            "events.outbox",
+            "events.inbox",
+            "commands.outbox",
+            "commands.inbox",
+        ];
+        assert_eq!(keys, expected);
+        assert_eq!(Group::CommandsInbox.to_string(), "commands.inbox");
+        let mut config = Config::default();
+        for (i, g) in Group::ALL.into_iter().enumerate() {
+            config.group_mut(g).batch_size = i + 1;
+        }
+        assert_eq!(config.events_outbox.batch_size, 1);
+        assert_eq!(config.events_inbox.batch_size, 2);
+        assert_eq!(config.commands_outbox.batch_size, 3);
+        assert_eq!(config.commands_inbox.batch_size, 4);
+    }
+
+    #[test]
+    fn enabled_resolves_and_parses() {
+        assert!(Enabled::On.resolve(false));
+        assert!(!Enabled::Off.resolve(true));
+        assert!(Enabled::Auto.resolve(true));
+        assert!(!Enabled::Auto.resolve(false));
+        for (text, expected) in [
+            ("true", Enabled::On),
+            ("YES", Enabled::On),
+            ("on", Enabled::On),
+            ("1", Enabled::On),
+            ("False", Enabled::Off),
+            ("no", Enabled::Off),
+            ("off", Enabled::Off),
+            ("0", Enabled::Off),
+            (" Auto ", Enabled::Auto),
+        ] {
+            assert_eq!(text.parse::<Enabled>(), Ok(expected), "{text}");
+        }
+        assert!("maybe".parse::<Enabled>().is_err());
+        assert_eq!(Enabled::Auto.to_string(), "auto");
+    }
+
+    #[test]
+    fn setters_set_every_field() {
+        let c = WorkerConfig::events_inbox_defaults()
+            .enabled(Enabled::Off)
+            .polling_interval(secs(1))
+            .polling_initial_delay(secs(2))
+            .lock_at_least_for(secs(3))
+            .lock_at_most_for(secs(4))
+            .batch_size(5)
+            .max_retries(6)
+            .retry_backoff_initial(secs(7))
+            .retry_backoff_max(secs(8))
+            .retry_backoff_multiplier(1.5)
+            .retry_jitter(0.5)
+            .handler_timeout(secs(9))
+            .ordered(false);
+        let expected = WorkerConfig {
+            enabled: Enabled::Off,
+            polling_interval: secs(1),
+            polling_initial_delay: secs(2),
+            lock_at_least_for: secs(3),
+            lock_at_most_for: secs(4),
+            batch_size: 5,
+            max_retries: 6,
+            retry_backoff_initial: secs(7),
+            retry_backoff_max: secs(8),
+            retry_backoff_multiplier: 1.5,
+            retry_jitter: 0.5,
+            handler_timeout: secs(9),
+            ordered: false,
+        };
+        assert_eq!(c, expected);
+    }
+
+    #[test]
+    fn command_topics_route_by_service() {
+        let config = Config::default().with_command_topic("billing", "billing.commands");
+        assert_eq!(config.command_topic("billing"), Some("billing.commands"));
+        assert_eq!(config.command_topic("shipping"), None);
+    }
+
+    #[test]
+    fn backoff_grows_exponentially_until_the_cap() {
+        let c = WorkerConfig::events_inbox_defaults();
+        let delays: Vec<_> = (1..=10).map(|n| c.backoff(n, 0.0)).collect();
+        let expected = [1, 2, 4, 8, 16, 32, 64, 128, 256, 300].map(secs);
+        assert_eq!(delays, expected);
+        assert_eq!(
+            c.backoff(0, 0.0),
+            secs(1),
+            "0 is treated as the first retry"
+        );
+        let linear = c.clone().retry_backoff_multiplier(1.0);
+        assert_eq!(linear.backoff(50, 0.0), secs(1));
+        let fractional = c.retry_backoff_multiplier(1.5);
+        assert_eq!(fractional.backoff(3, 0.0), Duration::from_millis(2_250));
+    }
+
+    #[test]
+    fn backoff_jitter_stays_within_bounds() {
+        let c = WorkerConfig::events_inbox_defaults(); // jitter 0.2
+        for retry in [1, 3, 9, 20] {
+            let full = c.backoff(retry, 0.0);
+            for i in 0..100 {
+                let sample = f64::from(i) / 100.0;
+                let delay = c.backoff(retry, sample);
+                assert!(delay <= full, "retry {retry}, sample {sample}");
+                assert!(delay >= full.mul_f64(0.8), "retry {retry}, sample {sample}");
+            }
+        }
+        assert_eq!(c.backoff(1, 0.5), Duration::from_millis(900));
+        let no_jitter = c.clone().retry_jitter(0.0);
+        assert_eq!(no_jitter.backoff(2, 0.99), secs(2));
+        let full_jitter = c.retry_jitter(1.0);
+        assert!(full_jitter.backoff(2, 0.999) <= Duration::from_millis(3));
+    }
+
+    #[test]
+    fn backoff_never_panics() {
+        let c = WorkerConfig::events_inbox_defaults();
+        assert_eq!(c.backoff(u32::MAX, 0.0), secs(300));
+        assert!(c.backoff(u32::MAX, 0.999_999) >= secs(240));
+        // Out-of-range samples and unvalidated settings are tolerated.
+        assert_eq!(c.backoff(2, f64::NAN), secs(2));
+        assert_eq!(c.backoff(2, -3.0), secs(2));
+        assert!(c.backoff(2, 7.0) >= Duration::from_millis(1_600));
+        let odd = WorkerConfig::events_inbox_defaults()
+            .retry_backoff_multiplier(f64::NAN)
+            .retry_jitter(f64::INFINITY)
+            .retry_backoff_max(Duration::MAX);
+        let _ = odd.backoff(u32::MAX, 0.5);
+        let huge = WorkerConfig::events_inbox_defaults()
+            .retry_backoff_initial(Duration::MAX)
+            .retry_backoff_max(Duration::MAX)
+            .retry_jitter(0.0);
+        assert_eq!(huge.backoff(u32::MAX, 0.0), Duration::MAX);
+    }
+}

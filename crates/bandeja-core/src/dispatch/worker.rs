@@ -1,0 +1,127 @@
+//! One cycle of an outbox worker: claim → publish (or move into the inbox) → mark.
+
+use crate::attempt;
+use crate::error::{FailureKind, Result};
+use crate::record::{BoxKind, MessageKind, StoredMessage};
+use crate::runtime::Shared;
+use crate::store::{ClaimRequest, Delivery, Outcome, Resolution, Store};
+use crate::transport::TransportErrorKind;
+use crate::worker::Claimed;
+
+/// Runs one cycle on `box_kind` (an outbox). Returns how many rows were claimed.
+pub(crate) async fn cycle<S: Store>(
+    shared: &Shared<S>,
+    box_kind: BoxKind,
+    claimed_slot: &Claimed,
+) -> Result<usize> {
+    let config = shared.config.group(box_kind.group());
+    let request = ClaimRequest {
+        worker_id: &shared.worker_id,
+        limit: config.batch_size,
+        lease: config.lock_at_most_for,
+        ordered: config.ordered,
+    };
+    let claimed = shared.store.claim(box_kind, &request).await?;
+    if claimed.is_empty() {
+        return Ok(0);
+    }
+    claimed_slot.set(&claimed);
+    let count = claimed.len();
+    match &shared.transport {
+        None => move_to_inbox(shared, box_kind.kind(), &claimed).await?,
+        Some(_) => publish(shared, box_kind, &claimed).await?,
+    }
+    claimed_slot.clear();
+    Ok(count)
+}
+
+/// In-process transport: inbox rows for every subscriber and the outbox outcomes, in one
+/// transaction.
+async fn move_to_inbox<S: Store>(
+    shared: &Shared<S>,
+    kind: MessageKind,
+    claimed: &[StoredMessage],
+) -> Result<()> {
+    let config = shared.config.group(kind.outbox().group());
+    let mut outcomes = Vec::with_capacity(claimed.len());
+    let mut routed = Vec::with_capacity(claimed.len());
+    for message in claimed {
+        if let Some(outcome) = attempt::exhausted_by_crashes(message, config) {
+            outcomes.push(outcome);
+            continue;
+        }
+        let subscribers = shared.registry.subscribers_for(
+            kind,
+            &message.record.message_type,
+            message.record.inbox_tenant(),
+        );
+        if kind == MessageKind::Command && subscribers.is_empty() {
+            let error = format!(
+                "no handler for command type `{}` (target service `{}`) in this process: register one with `on_command`, or configure a broker transport that routes it",
+                message.record.message_type,
+                message.record.target_service.as_deref().unwrap_or("?")
+            );
+            outcomes.push(attempt::failure(
+                message,
+                config,
+                FailureKind::Permanent,
+                error,
+            ));
+            continue;
+        }
+        routed.push((message, subscribers));
+        outcomes.push(attempt::success(message));
+    }
+    let deliveries: Vec<Delivery<'_>> = routed
+        .iter()
+        .map(|(message, subscribers)| Delivery {
+            record: &message.record,
+            subscribers,
+        })
+        .collect();
+    let report = shared
+        .store
+        .transfer(kind, &shared.worker_id, &deliveries, &outcomes)
+        .await?;
+    if report.inserted > 0 {
+        shared.store.wakers().wake(kind.inbox());
+    }
+    tracing::debug!(box = %kind.outbox(), moved = deliveries.len(), inbox_rows = report.inserted, duplicates = report.duplicates, "dispatched in-process");
+    Ok(())
+}
+
+/// External transport: publish with acknowledgements, then write every outcome in one go.
+async fn publish<S: Store>(
+    shared: &Shared<S>,
+    box_kind: BoxKind,
+    claimed: &[StoredMessage],
+) -> Result<()> {
+    let Some(transport) = &shared.transport else {
+        return Ok(());
+    };
+    let config = shared.config.group(box_kind.group());
+    let results = transport.publish(box_kind.kind(), claimed).await;
+    let outcomes: Vec<Outcome> = claimed
+        .iter()
+        .zip(results.into_iter().chain(std::iter::repeat_with(|| {
+            Err(crate::transport::TransportError {
+                kind: TransportErrorKind::Unavailable,
+                source: "the transport returned fewer results than messages".into(),
+            })
+        })))
+        .map(|(message, result)| match result {
+            Ok(()) => attempt::success(message),
+            Err(e) if e.kind == TransportErrorKind::Unavailable => Outcome {
+                id: message.record.id,
+                subscriber: None,
+                resolution: Resolution::Release,
+            },
+            Err(e) => attempt::failure(message, config, FailureKind::Retriable, e.to_string()),
+        })
+        .collect();
+    shared
+        .store
+        .resolve(box_kind, &shared.worker_id, &outcomes)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,8 @@
+//! Stage 5, processing: the inbox worker claims due rows and runs each handler inside the
+//! transaction that marks its row COMPLETED.
+
+pub mod handler;
+pub(crate) mod registry;
+pub(crate) mod worker;
+
+pub use handler::{CommandHandler, EventHandler, HandlerContext};

@@ -1,0 +1,155 @@
+//! The subscribers of this process: which handlers, under which names, receive which
+//! message types. Several subscribers per event type (each gets its own inbox row and
+//! retries); exactly one per command type.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::envelope::Payload;
+use crate::error::{Error, Result};
+use crate::processing::handler::{
+    CommandAdapter, CommandHandler, ErasedHandler, EventAdapter, EventHandler,
+};
+use crate::record::MessageKind;
+use crate::store::Store;
+use crate::tenant::TenantId;
+
+/// One registered handler.
+pub(crate) struct Subscriber<S: Store> {
+    pub(crate) name: String,
+    pub(crate) tenant: Option<TenantId>,
+    pub(crate) handler: Arc<dyn ErasedHandler<S>>,
+}
+
+/// Every handler of the process, by kind and message type.
+pub(crate) struct Registry<S: Store> {
+    by_type: HashMap<(MessageKind, String), Vec<Subscriber<S>>>,
+}
+
+impl<S: Store> Default for Registry<S> {
+    fn default() -> Self {
+        Registry {
+            by_type: HashMap::new(),
+        }
+    }
+}
+
+fn validate_name(subscriber: &str) -> Result<()> {
+    if subscriber.is_empty()
+        || subscriber.len() > 128
+        || subscriber
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(Error::InvalidMessage(format!(
+            "subscriber name `{subscriber}` is not usable: use 1 to 128 characters without spaces"
+        )));
+    }
+    Ok(())
+}
+
+impl<S: Store> Registry<S> {
+    fn add(
+        &mut self,
+        kind: MessageKind,
+        message_type: &str,
+        subscriber: Subscriber<S>,
+    ) -> Result<()> {
+        validate_name(&subscriber.name)?;
+        crate::envelope::validate_type_name(message_type)?;
+        let list = self
+            .by_type
+            .entry((kind, message_type.to_owned()))
+            .or_default();
+        if list.iter().any(|s| s.name == subscriber.name) {
+            return Err(Error::DuplicateSubscriber {
+                message_type: message_type.to_owned(),
+                subscriber: subscriber.name,
+            });
+        }
+        if kind == MessageKind::Command && !list.is_empty() {
+            return Err(Error::InvalidMessage(format!(
+                "command type `{message_type}` already has a handler (`{}`); a command has exactly one handler: put both reactions in one handler or emit an event",
+                list[0].name
+            )));
+        }
+        list.push(subscriber);
+        Ok(())
+    }
+
+    pub(crate) fn add_event<T: Payload, H: EventHandler<S, T>>(
+        &mut self,
+        name: &str,
+        tenant: Option<TenantId>,
+        handler: H,
+    ) -> Result<()> {
+        let handler: Arc<dyn ErasedHandler<S>> =
+            Arc::new(EventAdapter(handler, PhantomData::<fn() -> T>));
+        self.add(
+            MessageKind::Event,
+            T::TYPE,
+            Subscriber {
+                name: name.to_owned(),
+                tenant,
+                handler,
+            },
+        )
+    }
+
+    pub(crate) fn add_command<T: Payload, H: CommandHandler<S, T>>(
+        &mut self,
+        name: &str,
+        tenant: Option<TenantId>,
+        handler: H,
+    ) -> Result<()> {
+        let handler: Arc<dyn ErasedHandler<S>> =
+            Arc::new(CommandAdapter(handler, PhantomData::<fn() -> T>));
+        self.add(
+            MessageKind::Command,
+            T::TYPE,
+            Subscriber {
+                name: name.to_owned(),
+                tenant,
+                handler,
+            },
+        )
+    }
+
+    /// Whether any handler of `kind` exists.
+    pub(crate) fn has(&self, kind: MessageKind) -> bool {
+        self.by_type.keys().any(|(k, _)| *k == kind)
+    }
+
+    /// The names of the subscribers that should get a row for a message of `message_type`
+    /// addressed to `tenant`.
+    pub(crate) fn subscribers_for(
+        &self,
+        kind: MessageKind,
+        message_type: &str,
+        tenant: &TenantId,
+    ) -> Vec<String> {
+        self.by_type
+            .get(&(kind, message_type.to_owned()))
+            .map(|list| {
+                list.iter()
+                    .filter(|s| s.tenant.as_ref().is_none_or(|t| t == tenant))
+                    .map(|s| s.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The handler registered for `message_type` under `name`.
+    pub(crate) fn find(
+        &self,
+        kind: MessageKind,
+        message_type: &str,
+        name: &str,
+    ) -> Option<&Subscriber<S>> {
+        self.by_type
+            .get(&(kind, message_type.to_owned()))?
+            .iter()
+            .find(|s| s.name == name)
+    }
+}

@@ -1,0 +1,456 @@
+//! The row form of a message: what stores write ([`MessageRecord`]) and what workers claim
+//! ([`StoredMessage`]), and the conversions to and from the typed envelopes.
+
+use chrono::{DateTime, Utc};
+
+use crate::envelope::{validate_type_name, Command, Direction, Event, Headers, MessageId, Payload};
+use crate::error::{Error, Result};
+use crate::status::MessageStatus;
+use crate::tenant::TenantId;
+
+/// Largest serialized payload accepted by default (1 MiB).
+pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
+
+/// Events or commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MessageKind {
+    /// Domain events.
+    Event,
+    /// Commands.
+    Command,
+}
+
+impl MessageKind {
+    /// The outbox of this kind.
+    pub const fn outbox(self) -> BoxKind {
+        match self {
+            MessageKind::Event => BoxKind::OutboxEvents,
+            MessageKind::Command => BoxKind::OutboxCommands,
+        }
+    }
+
+    /// The inbox of this kind.
+    pub const fn inbox(self) -> BoxKind {
+        match self {
+            MessageKind::Event => BoxKind::InboxEvents,
+            MessageKind::Command => BoxKind::InboxCommands,
+        }
+    }
+}
+
+/// One of the four boxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BoxKind {
+    /// `outbox_events`
+    OutboxEvents,
+    /// `inbox_events`
+    InboxEvents,
+    /// `outbox_commands`
+    OutboxCommands,
+    /// `inbox_commands`
+    InboxCommands,
+}
+
+impl BoxKind {
+    /// The four boxes.
+    pub const ALL: [BoxKind; 4] = [
+        BoxKind::OutboxEvents,
+        BoxKind::InboxEvents,
+        BoxKind::OutboxCommands,
+        BoxKind::InboxCommands,
+    ];
+
+    /// The table name (without schema or prefix).
+    pub const fn table(self) -> &'static str {
+        match self {
+            BoxKind::OutboxEvents => "outbox_events",
+            BoxKind::InboxEvents => "inbox_events",
+            BoxKind::OutboxCommands => "outbox_commands",
+            BoxKind::InboxCommands => "inbox_commands",
+        }
+    }
+
+    /// Whether rows are keyed by `(id, subscriber)`.
+    pub const fn is_inbox(self) -> bool {
+        matches!(self, BoxKind::InboxEvents | BoxKind::InboxCommands)
+    }
+
+    /// Events or commands.
+    pub const fn kind(self) -> MessageKind {
+        match self {
+            BoxKind::OutboxEvents | BoxKind::InboxEvents => MessageKind::Event,
+            BoxKind::OutboxCommands | BoxKind::InboxCommands => MessageKind::Command,
+        }
+    }
+
+    /// The configuration group of this box's worker.
+    pub const fn group(self) -> crate::config::Group {
+        use crate::config::Group;
+        match self {
+            BoxKind::OutboxEvents => Group::EventsOutbox,
+            BoxKind::InboxEvents => Group::EventsInbox,
+            BoxKind::OutboxCommands => Group::CommandsOutbox,
+            BoxKind::InboxCommands => Group::CommandsInbox,
+        }
+    }
+}
+
+impl std::fmt::Display for BoxKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.table())
+    }
+}
+
+/// A message ready to be written to a box: the payload already serialized.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageRecord {
+    /// Message id.
+    pub id: MessageId,
+    /// Event or command.
+    pub kind: MessageKind,
+    /// The tenant that owns the outbox row (for commands: the source tenant).
+    pub tenant_id: TenantId,
+    /// Stable type name.
+    pub message_type: String,
+    /// Payload schema version.
+    pub schema_version: u32,
+    /// Ordering key.
+    pub partition_key: Option<String>,
+    /// Aggregate type (events).
+    pub aggregate_type: Option<String>,
+    /// Aggregate id (events).
+    pub aggregate_id: Option<String>,
+    /// The payload as JSON text.
+    pub payload: String,
+    /// Headers (correlation, causation, trace, source service, extra).
+    pub headers: Headers,
+    /// Source tenant (commands).
+    pub source_tenant_id: Option<TenantId>,
+    /// Target tenant (commands).
+    pub target_tenant_id: Option<TenantId>,
+    /// Target service (commands).
+    pub target_service: Option<String>,
+    /// When the message was created.
+    pub occurred_at: DateTime<Utc>,
+}
+
+impl MessageRecord {
+    /// The record of an event. Fails on an empty type, a missing aggregate id (hydrate
+    /// inceptive events first) or a payload that does not serialize.
+    pub fn from_event<T: Payload>(event: &Event<T>) -> Result<Self> {
+        let record = Self::from_event_unhydrated(event)?;
+        record.require_aggregate_id()?;
+        Ok(record)
+    }
+
+    /// The record of an event whose aggregate id may still be missing (see
+    /// [`RecordedEvents`](crate::emission::RecordedEvents)).
+    pub(crate) fn from_event_unhydrated<T: Payload>(event: &Event<T>) -> Result<Self> {
+        validate_type_name(&event.event_type)?;
+        let payload = serialize(&event.event_type, &event.payload)?;
+        let mut headers = event.headers.clone();
+        headers.correlation_id = event.correlation_id.clone();
+        headers.causation_id = event.causation_id;
+        Ok(MessageRecord {
+            id: event.id,
+            kind: MessageKind::Event,
+            tenant_id: event.tenant_id.clone(),
+            message_type: event.event_type.clone(),
+            schema_version: event.schema_version,
+            partition_key: event
+                .partition_key
+                .clone()
+                .or_else(|| event.aggregate_id.clone()),
+            aggregate_type: Some(event.aggregate_type.clone()),
+            aggregate_id: event.aggregate_id.clone(),
+            payload,
+            headers,
+            source_tenant_id: None,
+            target_tenant_id: None,
+            target_service: None,
+            occurred_at: event.occurred_at,
+        })
+    }
+
+    /// Fills in a missing aggregate id (and the partition key that defaults to it).
+    pub(crate) fn hydrate_aggregate_id(&mut self, id: &str) {
+        if self.aggregate_id.is_none() {
+            self.aggregate_id = Some(id.to_owned());
+        }
+        if self.partition_key.is_none() {
+            self.partition_key.clone_from(&self.aggregate_id);
+        }
+    }
+
+    pub(crate) fn require_aggregate_id(&self) -> Result<()> {
+        if self.kind == MessageKind::Event && self.aggregate_id.is_none() {
+            return Err(Error::InvalidMessage(format!(
+                "event `{}` ({}) has no aggregate id: hydrate it after inserting the aggregate, before emitting",
+                self.message_type, self.id
+            )));
+        }
+        Ok(())
+    }
+
+    /// The record of a command.
+    pub fn from_command<T: Payload>(command: &Command<T>) -> Result<Self> {
+        validate_type_name(&command.command_type)?;
+        if command.target_service.trim().is_empty() {
+            return Err(Error::InvalidMessage(format!(
+                "command `{}` has an empty target service: name the service that must handle it",
+                command.command_type
+            )));
+        }
+        let payload = serialize(&command.command_type, &command.payload)?;
+        let mut headers = command.headers.clone();
+        headers.correlation_id = command.correlation_id.clone();
+        headers.causation_id = command.causation_id;
+        Ok(MessageRecord {
+            id: command.id,
+            kind: MessageKind::Command,
+            tenant_id: command.source_tenant_id.clone(),
+            message_type: command.command_type.clone(),
+            schema_version: command.version,
+            partition_key: command.partition_key.clone(),
+            aggregate_type: None,
+            aggregate_id: None,
+            payload,
+            headers,
+            source_tenant_id: Some(command.source_tenant_id.clone()),
+            target_tenant_id: Some(command.target_tenant_id.clone()),
+            target_service: Some(command.target_service.clone()),
+            occurred_at: command.sent_at,
+        })
+    }
+
+    /// The tenant of the inbox row: the target tenant for commands, the same tenant for events.
+    pub fn inbox_tenant(&self) -> &TenantId {
+        self.target_tenant_id.as_ref().unwrap_or(&self.tenant_id)
+    }
+
+    /// Rejects a payload larger than `max_bytes`.
+    pub fn check_size(&self, max_bytes: usize) -> Result<()> {
+        if self.payload.len() > max_bytes {
+            return Err(Error::InvalidMessage(format!(
+                "payload of `{}` is {} bytes, over the limit of {max_bytes}: store large data elsewhere and send a reference",
+                self.message_type,
+                self.payload.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn serialize<T: Payload>(message_type: &str, payload: &T) -> Result<String> {
+    serde_json::to_string(payload).map_err(|source| Error::Serialize {
+        message_type: message_type.to_owned(),
+        source,
+    })
+}
+
+/// A row claimed from a box.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    /// The message.
+    pub record: MessageRecord,
+    /// Which box it is in.
+    pub box_kind: BoxKind,
+    /// Monotonic insertion order in its box.
+    pub seq: i64,
+    /// The subscriber (inbox rows).
+    pub subscriber: Option<String>,
+    /// Status (PROCESSING right after a claim).
+    pub status: MessageStatus,
+    /// Failed attempts so far.
+    pub retry_count: u32,
+    /// The last failure, if any.
+    pub last_error: Option<String>,
+    /// How many times the transport delivered it (inbox).
+    pub delivery_count: u32,
+    /// Whether this claim took over an expired lease (the previous holder presumably died).
+    pub reclaimed: bool,
+}
+
+/// Why a stored message cannot be turned into its typed envelope.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The payload JSON does not match the type.
+    #[error("payload of `{message_type}` does not match the type: {source}")]
+    Payload {
+        /// The message type.
+        message_type: String,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The schema version is not the one the handler's type declares.
+    #[error("`{message_type}` has schema version {found}, the handler expects {expected}: deploy a handler for that version or upcast the payload")]
+    SchemaVersion {
+        /// The message type.
+        message_type: String,
+        /// Version in the message.
+        found: u32,
+        /// Version of the handler's type.
+        expected: u32,
+    },
+}
+
+impl StoredMessage {
+    fn payload<T: Payload>(&self) -> Result<T, DecodeError> {
+        if self.record.schema_version != T::VERSION {
+            return Err(DecodeError::SchemaVersion {
+                message_type: self.record.message_type.clone(),
+                found: self.record.schema_version,
+                expected: T::VERSION,
+            });
+        }
+        serde_json::from_str(&self.record.payload).map_err(|source| DecodeError::Payload {
+            message_type: self.record.message_type.clone(),
+            source,
+        })
+    }
+
+    fn direction(&self) -> Direction {
+        if self.box_kind.is_inbox() {
+            Direction::Inbound
+        } else {
+            Direction::Outbound
+        }
+    }
+
+    /// The typed event.
+    pub fn to_event<T: Payload>(&self) -> Result<Event<T>, DecodeError> {
+        let r = &self.record;
+        Ok(Event {
+            id: r.id,
+            aggregate_id: r.aggregate_id.clone(),
+            aggregate_type: r.aggregate_type.clone().unwrap_or_default(),
+            event_type: r.message_type.clone(),
+            schema_version: r.schema_version,
+            payload: self.payload()?,
+            direction: self.direction(),
+            status: self.status,
+            occurred_at: r.occurred_at,
+            correlation_id: r.headers.correlation_id.clone(),
+            causation_id: r.headers.causation_id,
+            retry_count: self.retry_count,
+            tenant_id: r.inbox_tenant().clone(),
+            partition_key: r.partition_key.clone(),
+            headers: r.headers.clone(),
+        })
+    }
+
+    /// The typed command.
+    pub fn to_command<T: Payload>(&self) -> Result<Command<T>, DecodeError> {
+        let r = &self.record;
+        Ok(Command {
+            id: r.id,
+            command_type: r.message_type.clone(),
+            payload: self.payload()?,
+            version: r.schema_version,
+            direction: self.direction(),
+            status: self.status,
+            sent_at: r.occurred_at,
+            source_tenant_id: r
+                .source_tenant_id
+                .clone()
+                .unwrap_or_else(|| r.tenant_id.clone()),
+            target_tenant_id: r.inbox_tenant().clone(),
+            target_service: r.target_service.clone().unwrap_or_default(),
+            retry_count: self.retry_count,
+            correlation_id: r.headers.correlation_id.clone(),
+            causation_id: r.headers.causation_id,
+            partition_key: r.partition_key.clone(),
+            headers: r.headers.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Shipped {
+        order: u64,
+    }
+    impl Payload for Shipped {
+        const TYPE: &'static str = "shop.Shipped";
+    }
+
+    struct Unserializable;
+    impl Serialize for Unserializable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("no"))
+        }
+    }
+    impl<'de> Deserialize<'de> for Unserializable {
+        fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+            Ok(Unserializable)
+        }
+    }
+    impl Payload for Unserializable {
+        const TYPE: &'static str = "bad";
+    }
+
+    #[test]
+    fn event_record_defaults_the_partition_key_to_the_aggregate_id() {
+        let event = Event::new("Order", "42", Shipped { order: 42 }).with_correlation_id("req-1");
+        let record = MessageRecord::from_event(&event).unwrap();
+        assert_eq!(record.partition_key.as_deref(), Some("42"));
+        assert_eq!(record.payload, r#"{"order":42}"#);
+        assert_eq!(record.headers.correlation_id.as_deref(), Some("req-1"));
+    }
+
+    #[test]
+    fn inceptive_event_without_an_id_cannot_be_written() {
+        let event = Event::inceptive("Order", Shipped { order: 1 });
+        let err = MessageRecord::from_event(&event).unwrap_err();
+        assert!(err.to_string().contains("no aggregate id"), "{err}");
+    }
+
+    #[test]
+    fn unserializable_payload_is_a_clear_error() {
+        let event = Event::new("X", "1", Unserializable);
+        assert!(matches!(
+            MessageRecord::from_event(&event),
+            Err(Error::Serialize { .. })
+        ));
+    }
+
+    #[test]
+    fn oversized_payload_is_rejected() {
+        let record =
+            MessageRecord::from_event(&Event::new("Order", "1", Shipped { order: 1 })).unwrap();
+        assert!(record.check_size(5).is_err());
+        assert!(record.check_size(DEFAULT_MAX_PAYLOAD_BYTES).is_ok());
+    }
+
+    #[test]
+    fn stored_message_round_trips_to_the_typed_event_and_checks_the_version() {
+        let event = Event::new("Order", "42", Shipped { order: 42 });
+        let record = MessageRecord::from_event(&event).unwrap();
+        let mut stored = StoredMessage {
+            record,
+            box_kind: BoxKind::InboxEvents,
+            seq: 1,
+            subscriber: Some("inventory".into()),
+            status: MessageStatus::Processing,
+            retry_count: 0,
+            last_error: None,
+            delivery_count: 1,
+            reclaimed: false,
+        };
+        let back: Event<Shipped> = stored.to_event().unwrap();
+        assert_eq!(back.payload, Shipped { order: 42 });
+        assert_eq!(back.direction, Direction::Inbound);
+        assert_eq!(back.id, event.id);
+        stored.record.schema_version = 9;
+        assert!(matches!(
+            stored.to_event::<Shipped>(),
+            Err(DecodeError::SchemaVersion { found: 9, .. })
+        ));
+    }
+}

@@ -1,0 +1,316 @@
+//! [`Bandeja`]: the configured messaging runtime of one process (store, configuration,
+//! subscribers, transport) and its running workers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::config::Config;
+use crate::envelope::{Command, Event, Payload};
+use crate::error::{Error, Result};
+use crate::processing::registry::Registry;
+use crate::processing::{CommandHandler, EventHandler};
+use crate::reception::Reception;
+use crate::record::{BoxKind, MessageKind, MessageRecord, DEFAULT_MAX_PAYLOAD_BYTES};
+use crate::store::Store;
+use crate::tenant::TenantId;
+use crate::transport::{Subscription, Transport};
+
+/// What the workers share.
+pub(crate) struct Shared<S: Store> {
+    pub(crate) store: S,
+    pub(crate) config: Config,
+    pub(crate) registry: Arc<Registry<S>>,
+    pub(crate) worker_id: String,
+    pub(crate) transport: Option<Arc<dyn Transport>>,
+    pub(crate) handler_concurrency: usize,
+}
+
+/// Builds a [`Bandeja`]: register subscribers, then `build()`.
+///
+/// ```no_run
+/// # async fn demo<S: bandeja_core::Store>(store: S) -> bandeja_core::Result<()> {
+/// let bandeja = bandeja_core::Bandeja::builder(store)
+///     .config(bandeja_core::Config::load(None)?)
+///     .build()?;
+/// let running = bandeja.start();
+/// running.shutdown().await;
+/// # Ok(()) }
+/// ```
+pub struct BandejaBuilder<S: Store> {
+    store: S,
+    config: Config,
+    registry: Registry<S>,
+    errors: Vec<Error>,
+    worker_id: Option<String>,
+    transport: Option<Arc<dyn Transport>>,
+    handler_concurrency: usize,
+}
+
+impl<S: Store> BandejaBuilder<S> {
+    /// The configuration (default: [`Config::default`], the spec's defaults).
+    #[must_use]
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The id written to `locked_by` (default: `<hostname>-<pid>-<random>`).
+    #[must_use]
+    pub fn worker_id(mut self, id: impl Into<String>) -> Self {
+        self.worker_id = Some(id.into());
+        self
+    }
+
+    /// How many handlers of one inbox batch run at once (default: 16). Messages with the
+    /// same partition key never run at once when ordering is on.
+    #[must_use]
+    pub fn handler_concurrency(mut self, n: usize) -> Self {
+        self.handler_concurrency = n.max(1);
+        self
+    }
+
+    /// A broker transport instead of the in-process default.
+    #[must_use]
+    pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
+        self.transport = Some(transport);
+        self
+    }
+
+    /// Subscribes `handler` to events of type `T` under the name `subscriber`. Each
+    /// subscriber of an event gets its own inbox row and retries. A name used twice for the
+    /// same type makes `build()` fail.
+    #[must_use]
+    pub fn on_event<T: Payload, H: EventHandler<S, T>>(
+        mut self,
+        subscriber: &str,
+        handler: H,
+    ) -> Self {
+        if let Err(e) = self.registry.add_event::<T, H>(subscriber, None, handler) {
+            self.errors.push(e);
+        }
+        self
+    }
+
+    /// Like [`Self::on_event`], but the handler only receives messages of `tenant`.
+    #[must_use]
+    pub fn on_event_for_tenant<T: Payload, H: EventHandler<S, T>>(
+        mut self,
+        subscriber: &str,
+        tenant: TenantId,
+        handler: H,
+    ) -> Self {
+        if let Err(e) = self
+            .registry
+            .add_event::<T, H>(subscriber, Some(tenant), handler)
+        {
+            self.errors.push(e);
+        }
+        self
+    }
+
+    /// Registers the one handler of commands of type `T`, under the name `subscriber`.
+    #[must_use]
+    pub fn on_command<T: Payload, H: CommandHandler<S, T>>(
+        mut self,
+        subscriber: &str,
+        handler: H,
+    ) -> Self {
+        if let Err(e) = self.registry.add_command::<T, H>(subscriber, None, handler) {
+            self.errors.push(e);
+        }
+        self
+    }
+
+    /// Validates the configuration and the subscribers.
+    pub fn build(mut self) -> Result<Bandeja<S>> {
+        if !self.errors.is_empty() {
+            return Err(self.errors.remove(0));
+        }
+        self.config.validate()?;
+        let worker_id = self.worker_id.unwrap_or_else(default_worker_id);
+        Ok(Bandeja {
+            shared: Arc::new(Shared {
+                store: self.store,
+                config: self.config,
+                registry: Arc::new(self.registry),
+                worker_id,
+                transport: self.transport,
+                handler_concurrency: self.handler_concurrency,
+            }),
+        })
+    }
+}
+
+fn default_worker_id() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_owned());
+    format!(
+        "{host}-{}-{:04x}",
+        std::process::id(),
+        rand::random::<u16>()
+    )
+}
+
+/// The messaging runtime of one process.
+pub struct Bandeja<S: Store> {
+    shared: Arc<Shared<S>>,
+}
+
+impl<S: Store> Clone for Bandeja<S> {
+    fn clone(&self) -> Self {
+        Bandeja {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<S: Store> Bandeja<S> {
+    /// Starts building a runtime on `store`.
+    pub fn builder(store: S) -> BandejaBuilder<S> {
+        BandejaBuilder {
+            store,
+            config: Config::default(),
+            registry: Registry::default(),
+            errors: Vec::new(),
+            worker_id: None,
+            transport: None,
+            handler_concurrency: 16,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.shared.store
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// This process's worker id.
+    pub fn worker_id(&self) -> &str {
+        &self.shared.worker_id
+    }
+
+    /// Whether the worker of `box_kind` runs, after resolving `auto`.
+    pub fn worker_enabled(&self, box_kind: BoxKind) -> bool {
+        let registry = &self.shared.registry;
+        let config = &self.shared.config;
+        let used = match box_kind {
+            BoxKind::OutboxEvents => true,
+            BoxKind::InboxEvents => registry.has(MessageKind::Event),
+            BoxKind::InboxCommands => registry.has(MessageKind::Command),
+            BoxKind::OutboxCommands => {
+                registry.has(MessageKind::Command) || !config.command_topics.is_empty()
+            }
+        };
+        config.group(box_kind.group()).enabled.resolve(used)
+    }
+
+    /// Emits an event in a transaction of its own (tests, scripts). Application code emits
+    /// through its own transaction with the store's outbox instead, so the event commits
+    /// with the business change.
+    pub async fn emit<T: Payload>(&self, event: &Event<T>) -> Result<()> {
+        self.write(MessageKind::Event, MessageRecord::from_event(event)?)
+            .await
+    }
+
+    /// Sends a command in a transaction of its own (see [`Self::emit`]).
+    pub async fn send<T: Payload>(&self, command: &Command<T>) -> Result<()> {
+        self.write(MessageKind::Command, MessageRecord::from_command(command)?)
+            .await
+    }
+
+    async fn write(&self, kind: MessageKind, record: MessageRecord) -> Result<()> {
+        record.check_size(DEFAULT_MAX_PAYLOAD_BYTES)?;
+        let store = &self.shared.store;
+        let mut tx = store.begin().await?;
+        store
+            .insert_outbox(&mut *tx, kind, std::slice::from_ref(&record))
+            .await?;
+        store.commit(tx).await?;
+        store.wakers().wake(kind.outbox());
+        Ok(())
+    }
+
+    /// Starts the enabled workers (and, with a broker transport, its subscriptions).
+    pub async fn start(&self) -> Result<Running> {
+        let (stop, stop_rx) = watch::channel(false);
+        let mut tasks = JoinSet::new();
+        for box_kind in BoxKind::ALL {
+            if self.worker_enabled(box_kind) {
+                tasks.spawn(crate::worker::run(
+                    self.shared.clone(),
+                    box_kind,
+                    stop_rx.clone(),
+                ));
+            } else {
+                tracing::info!(box = %box_kind, "worker disabled by configuration");
+            }
+        }
+        let mut subscriptions = Vec::new();
+        if let Some(transport) = &self.shared.transport {
+            let sink = Arc::new(Reception {
+                store: self.shared.store.clone(),
+                registry: self.shared.registry.clone(),
+            });
+            for kind in [MessageKind::Event, MessageKind::Command] {
+                if self.worker_enabled(kind.inbox()) {
+                    let subscription =
+                        transport.subscribe(kind, sink.clone()).await.map_err(|e| {
+                            Error::Worker {
+                                worker: format!("{} receiver", transport.name()),
+                                reason: e.to_string(),
+                            }
+                        })?;
+                    subscriptions.push(subscription);
+                }
+            }
+        }
+        Ok(Running {
+            stop,
+            tasks,
+            subscriptions,
+        })
+    }
+}
+
+/// The running workers. Call [`Running::shutdown`] to stop them gracefully.
+pub struct Running {
+    stop: watch::Sender<bool>,
+    tasks: JoinSet<()>,
+    subscriptions: Vec<Box<dyn Subscription>>,
+}
+
+impl Running {
+    /// Stops claiming, lets each worker finish its batch (or release it back to PENDING
+    /// within its `lock-at-most-for`), and waits for the workers to end.
+    pub async fn shutdown(mut self) {
+        for subscription in self.subscriptions.drain(..) {
+            subscription.stop().await;
+        }
+        let _ = self.stop.send(true);
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Like [`Self::shutdown`], but gives up waiting after `limit` (workers still running
+    /// are aborted; their rows return to PENDING when their leases expire).
+    pub async fn shutdown_within(mut self, limit: Duration) {
+        let _ = self.stop.send(true);
+        let wait = async {
+            for subscription in self.subscriptions.drain(..) {
+                subscription.stop().await;
+            }
+            while self.tasks.join_next().await.is_some() {}
+        };
+        if tokio::time::timeout(limit, wait).await.is_err() {
+            self.tasks.abort_all();
+        }
+    }
+}

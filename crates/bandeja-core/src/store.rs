@@ -1,0 +1,190 @@
+//! The `Store` port: what a database adapter must do for the workers. Stores live in their
+//! own crates (`bandeja-sqlite`, `bandeja-postgres`); every one passes the same conformance
+//! suite (`conformance` feature).
+
+use std::ops::DerefMut;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::envelope::MessageId;
+use crate::error::StoreError;
+use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
+use crate::wake::Wakers;
+
+/// What a worker asks for when it claims.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest<'a> {
+    /// Who claims (written to `locked_by`).
+    pub worker_id: &'a str,
+    /// At most this many rows.
+    pub limit: usize,
+    /// How long the claim holds (`locked_until = now + lease`): `lock-at-most-for`.
+    pub lease: Duration,
+    /// Per-key order: never claim a row whose partition key has an older live
+    /// (PENDING or PROCESSING) row in the same box (and, for inboxes, the same subscriber).
+    pub ordered: bool,
+}
+
+/// How an attempt ended, as computed by the status machine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution {
+    /// COMPLETED.
+    Completed,
+    /// Back to PENDING with this retry count, due again after `delay`.
+    Retry {
+        /// The new retry count.
+        retry_count: u32,
+        /// Backoff before the next attempt.
+        delay: Duration,
+        /// Written to `last_error`.
+        error: String,
+    },
+    /// FAILED (terminal), with the reason in `last_error`.
+    Failed {
+        /// The retry count to record.
+        retry_count: u32,
+        /// Written to `last_error`.
+        error: String,
+    },
+    /// Back to PENDING at once, retry count unchanged (graceful shutdown or a transport
+    /// outage that is not the message's fault).
+    Release,
+}
+
+/// The outcome of one claimed row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Message id.
+    pub id: MessageId,
+    /// Subscriber (inbox rows).
+    pub subscriber: Option<String>,
+    /// What happens to the row.
+    pub resolution: Resolution,
+}
+
+/// A message to put into an inbox, one row per subscriber.
+#[derive(Debug, Clone, Copy)]
+pub struct Delivery<'a> {
+    /// The message.
+    pub record: &'a MessageRecord,
+    /// The subscribers that get a row each.
+    pub subscribers: &'a [String],
+}
+
+/// What an inbox insert did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReceiveReport {
+    /// New inbox rows.
+    pub inserted: u64,
+    /// Rows that already existed: their `delivery_count` went up, nothing else changed.
+    pub duplicates: u64,
+}
+
+/// The database side of bandeja.
+///
+/// Every state change of a claimed row is guarded by `locked_by = worker_id` and
+/// `status = 'PROCESSING'`: a worker whose lease was taken over changes nothing.
+#[async_trait]
+pub trait Store: Clone + Send + Sync + 'static {
+    /// A connection (what emission and handlers write through), e.g. `SqliteConnection`.
+    type Conn: Send + ?Sized;
+    /// An open transaction on [`Store::Conn`].
+    type Tx: Send + DerefMut<Target = Self::Conn>;
+
+    /// Creates or upgrades the tables.
+    async fn migrate(&self) -> Result<(), StoreError>;
+
+    /// Begins a transaction (for handlers and for emission outside a caller's transaction).
+    async fn begin(&self) -> Result<Self::Tx, StoreError>;
+
+    /// Commits a transaction from [`Store::begin`].
+    async fn commit(&self, tx: Self::Tx) -> Result<(), StoreError>;
+
+    /// Inserts messages into the outbox of `kind` through the caller's connection or
+    /// transaction (status PENDING, due now). A message id already in the outbox is an
+    /// error of kind `Duplicate`, and nothing is written.
+    async fn insert_outbox(
+        &self,
+        conn: &mut Self::Conn,
+        kind: MessageKind,
+        records: &[MessageRecord],
+    ) -> Result<(), StoreError>;
+
+    /// Claims due rows of a box: PENDING rows whose `next_attempt_at` has come, and
+    /// PROCESSING rows whose lease expired (their `retry_count` goes up by one and
+    /// `reclaimed` is set). Sets PROCESSING, `locked_by`, `locked_until`. Ordered by `seq`.
+    async fn claim(
+        &self,
+        box_kind: BoxKind,
+        request: &ClaimRequest<'_>,
+    ) -> Result<Vec<StoredMessage>, StoreError>;
+
+    /// In-process transport: in one transaction, inserts each delivery into the inbox of
+    /// `kind` (one row per subscriber, dedup by `(id, subscriber)`) and applies `outcomes`
+    /// to the claimed outbox rows (guarded by `worker_id`).
+    async fn transfer(
+        &self,
+        kind: MessageKind,
+        worker_id: &str,
+        deliveries: &[Delivery<'_>],
+        outcomes: &[Outcome],
+    ) -> Result<ReceiveReport, StoreError>;
+
+    /// Reception from an external transport: inserts into the inbox of `kind` with dedup
+    /// (an existing `(id, subscriber)` row only gets `delivery_count + 1`), in its own
+    /// transaction. The transport acknowledges the broker only after this returns `Ok`.
+    async fn receive(
+        &self,
+        kind: MessageKind,
+        deliveries: &[Delivery<'_>],
+    ) -> Result<ReceiveReport, StoreError>;
+
+    /// Marks a claimed inbox row COMPLETED inside the handler's transaction. Returns `false`
+    /// (and changes nothing) if the row is no longer held by `worker_id`.
+    async fn complete_in(
+        &self,
+        tx: &mut Self::Tx,
+        box_kind: BoxKind,
+        id: MessageId,
+        subscriber: Option<&str>,
+        worker_id: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// Applies outcomes to claimed rows of a box in one statement or transaction.
+    async fn resolve(
+        &self,
+        box_kind: BoxKind,
+        worker_id: &str,
+        outcomes: &[Outcome],
+    ) -> Result<(), StoreError>;
+
+    /// The wake-up signals of this store's boxes (in-process; PostgreSQL also relays
+    /// `NOTIFY` from other processes into them).
+    fn wakers(&self) -> &Wakers;
+}
+
+/// A row as an operator or a test sees it: the message plus its bookkeeping columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowView {
+    /// The message and its status, retry count, last error and delivery count.
+    pub message: StoredMessage,
+    /// Who holds the claim.
+    pub locked_by: Option<String>,
+    /// Until when the claim holds.
+    pub locked_until: Option<chrono::DateTime<chrono::Utc>>,
+    /// When the row is due (PENDING rows).
+    pub next_attempt_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// When the row was inserted.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it became COMPLETED.
+    pub completed_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Capability: read the rows of a box (tests, operators). Separate from [`Store`] because
+/// the workers never need it.
+#[async_trait]
+pub trait Inspect: Store {
+    /// Every row of a box, by `seq` (and subscriber), optionally only one tenant's.
+    async fn rows(&self, box_kind: BoxKind) -> Result<Vec<RowView>, StoreError>;
+}

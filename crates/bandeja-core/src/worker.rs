@@ -1,0 +1,155 @@
+//! The loop every box worker runs: wait for the initial delay, then cycle; between cycles
+//! sleep until the polling interval passes or a commit wakes it; stop claiming on shutdown
+//! and finish (or release) the batch in hand within `lock-at-most-for`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::envelope::MessageId;
+use crate::record::{BoxKind, StoredMessage};
+use crate::runtime::Shared;
+use crate::store::{Outcome, Resolution, Store};
+
+/// The rows a cycle holds, so a shutdown that cannot wait for the cycle can release them.
+#[derive(Default, Clone)]
+pub(crate) struct Claimed(Arc<Mutex<Vec<(MessageId, Option<String>)>>>);
+
+impl Claimed {
+    pub(crate) fn set(&self, messages: &[StoredMessage]) {
+        if let Ok(mut held) = self.0.lock() {
+            *held = messages
+                .iter()
+                .map(|m| (m.record.id, m.subscriber.clone()))
+                .collect();
+        }
+    }
+
+    pub(crate) fn clear(&self) {
+        if let Ok(mut held) = self.0.lock() {
+            held.clear();
+        }
+    }
+
+    fn take(&self) -> Vec<(MessageId, Option<String>)> {
+        self.0
+            .lock()
+            .map(|mut held| std::mem::take(&mut *held))
+            .unwrap_or_default()
+    }
+}
+
+async fn run_cycle<S: Store>(
+    shared: &Shared<S>,
+    box_kind: BoxKind,
+    claimed: &Claimed,
+) -> crate::error::Result<usize> {
+    if box_kind.is_inbox() {
+        crate::processing::worker::cycle(shared, box_kind, claimed).await
+    } else {
+        crate::dispatch::worker::cycle(shared, box_kind, claimed).await
+    }
+}
+
+/// Resolves when shutdown has been requested.
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+/// The worker of one box, until shutdown.
+pub(crate) async fn run<S: Store>(
+    shared: Arc<Shared<S>>,
+    box_kind: BoxKind,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let config = shared.config.group(box_kind.group()).clone();
+    let mut wake = shared.store.wakers().subscribe(box_kind);
+    tracing::info!(box = %box_kind, worker = %shared.worker_id, "worker started");
+    tokio::select! {
+        () = stopped(&mut shutdown) => return,
+        () = tokio::time::sleep(config.polling_initial_delay) => {}
+    }
+    let claimed = Claimed::default();
+    let mut failures: u32 = 0;
+    loop {
+        wake.mark_unchanged();
+        let cycle = run_cycle(&shared, box_kind, &claimed);
+        tokio::pin!(cycle);
+        let result = tokio::select! {
+            result = &mut cycle => Some(result),
+            () = stopped(&mut shutdown) => None,
+        };
+        let result = match result {
+            Some(result) => result,
+            None => {
+                finish_or_release(&shared, box_kind, cycle, &claimed, config.lock_at_most_for)
+                    .await;
+                break;
+            }
+        };
+        let pause = match result {
+            Ok(0) => {
+                failures = 0;
+                config.polling_interval
+            }
+            Ok(_) => {
+                failures = 0;
+                continue;
+            }
+            Err(error) => {
+                failures = failures.saturating_add(1);
+                tracing::warn!(box = %box_kind, %error, failures, "worker cycle failed; retrying after the polling interval");
+                config
+                    .polling_interval
+                    .min(Duration::from_millis(100) * 2u32.saturating_pow(failures.min(10)))
+            }
+        };
+        tokio::select! {
+            () = stopped(&mut shutdown) => break,
+            _ = wake.changed() => {}
+            () = tokio::time::sleep(pause) => {}
+        }
+    }
+    tracing::info!(box = %box_kind, worker = %shared.worker_id, "worker stopped");
+}
+
+/// Shutdown during a cycle: give it `grace` to finish; if it does not, drop it (rolling
+/// back handlers in flight) and release its rows back to PENDING for another worker.
+async fn finish_or_release<S: Store, F>(
+    shared: &Shared<S>,
+    box_kind: BoxKind,
+    cycle: F,
+    claimed: &Claimed,
+    grace: Duration,
+) where
+    F: std::future::Future<Output = crate::error::Result<usize>>,
+{
+    if tokio::time::timeout(grace, cycle).await.is_ok() {
+        return;
+    }
+    let held = claimed.take();
+    if held.is_empty() {
+        return;
+    }
+    let outcomes: Vec<Outcome> = held
+        .into_iter()
+        .map(|(id, subscriber)| Outcome {
+            id,
+            subscriber,
+            resolution: Resolution::Release,
+        })
+        .collect();
+    match shared
+        .store
+        .resolve(box_kind, &shared.worker_id, &outcomes)
+        .await
+    {
+        Ok(()) => {
+            tracing::info!(box = %box_kind, released = outcomes.len(), "released unfinished rows on shutdown")
+        }
+        Err(error) => {
+            tracing::warn!(box = %box_kind, %error, "could not release rows on shutdown; they return after their lease expires")
+        }
+    }
+}

@@ -1,0 +1,107 @@
+#![doc = include_str!("../README.md")]
+
+mod decode;
+mod queries;
+mod store;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bandeja_core::wake::Wakers;
+use bandeja_core::{BoxKind, Outbox, StoreError, StoreErrorKind};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use crate::queries::BoxQueries;
+
+/// The migrations of the four boxes (also runnable from the CLI).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// The SQLite store: the embedded default. Cheap to clone.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    wakers: Wakers,
+    queries: [BoxQueries; 4],
+}
+
+fn index(box_kind: BoxKind) -> usize {
+    match box_kind {
+        BoxKind::OutboxEvents => 0,
+        BoxKind::InboxEvents => 1,
+        BoxKind::OutboxCommands => 2,
+        BoxKind::InboxCommands => 3,
+    }
+}
+
+pub(crate) fn sqlx_error(operation: &'static str, error: sqlx::Error) -> StoreError {
+    let kind = match &error {
+        sqlx::Error::Database(db) if db.is_unique_violation() => StoreErrorKind::Duplicate,
+        sqlx::Error::Database(db)
+            if matches!(db.code().as_deref(), Some("5" | "6" | "261" | "517")) =>
+        {
+            StoreErrorKind::Transient // SQLITE_BUSY, SQLITE_LOCKED and their extended codes
+        }
+        sqlx::Error::Database(_) | sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
+            StoreErrorKind::Permanent
+        }
+        sqlx::Error::Migrate(_) => StoreErrorKind::Migration,
+        _ => StoreErrorKind::Transient,
+    };
+    StoreError::new(kind, operation, error)
+}
+
+impl SqliteStore {
+    /// Opens (creating the file if missing) a SQLite database in WAL mode, with a pool
+    /// suited to bandeja's workers. `url` is `sqlite://path/to/file.db` or `sqlite::memory:`.
+    pub async fn connect(url: &str) -> Result<SqliteStore, StoreError> {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|e| sqlx_error("parse the SQLite URL", e))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(30))
+            .foreign_keys(true);
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        let pool = SqlitePoolOptions::new()
+            // An in-memory database exists per connection: keep exactly one.
+            .max_connections(if in_memory { 1 } else { 24 })
+            .min_connections(1)
+            .acquire_timeout(Duration::from_secs(60))
+            .connect_with(options)
+            .await
+            .map_err(|e| sqlx_error("open the SQLite database", e))?;
+        Ok(SqliteStore::from_pool(pool))
+    }
+
+    /// Wraps an existing pool (configure WAL and a busy timeout on it).
+    pub fn from_pool(pool: SqlitePool) -> SqliteStore {
+        SqliteStore {
+            pool,
+            inner: Arc::new(Inner {
+                wakers: Wakers::new(),
+                queries: BoxKind::ALL.map(BoxQueries::new),
+            }),
+        }
+    }
+
+    /// The pool: use it for your own tables, so your transactions and bandeja's share a database.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// The outbox handle: emit through your own transaction with it.
+    pub fn outbox(&self) -> Outbox<SqliteStore> {
+        Outbox::new(self.clone())
+    }
+
+    pub(crate) fn queries(&self, box_kind: BoxKind) -> &BoxQueries {
+        &self.inner.queries[index(box_kind)]
+    }
+}

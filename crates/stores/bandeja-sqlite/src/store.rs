@@ -1,0 +1,352 @@
+//! `Store` and `Inspect` for SQLite.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bandeja_core::store::{
+    ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, Resolution, RowView,
+};
+use bandeja_core::wake::Wakers;
+use bandeja_core::{
+    BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage,
+};
+use sqlx::sqlite::{Sqlite, SqliteArguments, SqliteConnection};
+use sqlx::{Arguments, Row, Transaction};
+
+use crate::decode::{format_time, row_view};
+use crate::queries::{insert_inbox, insert_outbox};
+use crate::{sqlx_error, SqliteStore, MIGRATOR};
+
+/// Rows per multi-row INSERT (SQLite allows 32766 parameters per statement).
+const INSERT_CHUNK: usize = 500;
+
+fn arg_err(e: sqlx::error::BoxDynError) -> StoreError {
+    StoreError::new(
+        bandeja_core::StoreErrorKind::Permanent,
+        "bind parameters",
+        e,
+    )
+}
+
+fn opt_str<T: ToString>(v: Option<&T>) -> Option<String> {
+    v.map(ToString::to_string)
+}
+
+fn headers_json(record: &MessageRecord) -> Result<String, StoreError> {
+    serde_json::to_string(&record.headers).map_err(|e| {
+        StoreError::new(
+            bandeja_core::StoreErrorKind::Permanent,
+            "serialize headers",
+            e,
+        )
+    })
+}
+
+fn bind_message(
+    args: &mut SqliteArguments<'_>,
+    record: &MessageRecord,
+    subscriber: Option<&str>,
+) -> Result<(), StoreError> {
+    args.add(record.id.to_string()).map_err(arg_err)?;
+    if let Some(subscriber) = subscriber {
+        args.add(subscriber.to_owned()).map_err(arg_err)?;
+    }
+    let tenant = if subscriber.is_some() {
+        record.inbox_tenant()
+    } else {
+        &record.tenant_id
+    };
+    args.add(tenant.to_string()).map_err(arg_err)?;
+    args.add(record.message_type.clone()).map_err(arg_err)?;
+    args.add(i64::from(record.schema_version))
+        .map_err(arg_err)?;
+    args.add(record.partition_key.clone()).map_err(arg_err)?;
+    args.add(record.aggregate_type.clone()).map_err(arg_err)?;
+    args.add(record.aggregate_id.clone()).map_err(arg_err)?;
+    args.add(record.payload.clone()).map_err(arg_err)?;
+    args.add(headers_json(record)?).map_err(arg_err)?;
+    args.add(opt_str(record.source_tenant_id.as_ref()))
+        .map_err(arg_err)?;
+    args.add(opt_str(record.target_tenant_id.as_ref()))
+        .map_err(arg_err)?;
+    args.add(record.target_service.clone()).map_err(arg_err)?;
+    args.add(format_time(record.occurred_at)).map_err(arg_err)?;
+    Ok(())
+}
+
+async fn insert_inbox_rows(
+    conn: &mut SqliteConnection,
+    kind: MessageKind,
+    deliveries: &[Delivery<'_>],
+) -> Result<ReceiveReport, StoreError> {
+    let rows: Vec<(&MessageRecord, &str)> = deliveries
+        .iter()
+        .flat_map(|d| d.subscribers.iter().map(move |s| (d.record, s.as_str())))
+        .collect();
+    let mut report = ReceiveReport::default();
+    for chunk in rows.chunks(INSERT_CHUNK) {
+        let mut args = SqliteArguments::default();
+        for (record, subscriber) in chunk {
+            bind_message(&mut args, record, Some(subscriber))?;
+        }
+        let sql = insert_inbox(kind.inbox().table(), chunk.len());
+        let counts = sqlx::query_scalar_with::<_, i64, _>(&sql, args)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(|e| sqlx_error("insert into the inbox", e))?;
+        for count in counts {
+            if count == 1 {
+                report.inserted += 1;
+            } else {
+                report.duplicates += 1;
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn outcomes_json(outcomes: &[Outcome]) -> String {
+    let items: Vec<serde_json::Value> = outcomes
+        .iter()
+        .map(|o| {
+            let (status, retry_count, delay, error) = match &o.resolution {
+                Resolution::Completed => ("COMPLETED", None, 0.0, None),
+                Resolution::Retry {
+                    retry_count,
+                    delay,
+                    error,
+                } => (
+                    "PENDING",
+                    Some(*retry_count),
+                    delay.as_secs_f64(),
+                    Some(error.as_str()),
+                ),
+                Resolution::Failed { retry_count, error } => {
+                    ("FAILED", Some(*retry_count), 0.0, Some(error.as_str()))
+                }
+                Resolution::Release => ("PENDING", None, 0.0, None),
+            };
+            serde_json::json!({
+                "id": o.id.to_string(), "sub": o.subscriber, "status": status,
+                "retry_count": retry_count, "delay": format!("{delay:.3}"), "error": error,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(items).to_string()
+}
+
+async fn resolve_on(
+    store: &SqliteStore,
+    conn: &mut SqliteConnection,
+    box_kind: BoxKind,
+    worker_id: &str,
+    outcomes: &[Outcome],
+) -> Result<(), StoreError> {
+    if outcomes.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(&store.queries(box_kind).resolve)
+        .bind(outcomes_json(outcomes))
+        .bind(worker_id)
+        .execute(conn)
+        .await
+        .map_err(|e| sqlx_error("write outcomes", e))?;
+    Ok(())
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    type Conn = SqliteConnection;
+    type Tx = Transaction<'static, Sqlite>;
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        MIGRATOR
+            .run(self.pool())
+            .await
+            .map_err(|e| sqlx_error("run the migrations", e.into()))
+    }
+
+    async fn begin(&self) -> Result<Self::Tx, StoreError> {
+        self.pool()
+            .begin()
+            .await
+            .map_err(|e| sqlx_error("begin a transaction", e))
+    }
+
+    async fn commit(&self, tx: Self::Tx) -> Result<(), StoreError> {
+        tx.commit().await.map_err(|e| sqlx_error("commit", e))
+    }
+
+    async fn insert_outbox(
+        &self,
+        conn: &mut SqliteConnection,
+        kind: MessageKind,
+        records: &[MessageRecord],
+    ) -> Result<(), StoreError> {
+        // Wake the dispatcher when (and only if) this connection commits.
+        let armed = Arc::new(AtomicBool::new(true));
+        let wakers: Wakers = self.wakers().clone();
+        let box_kind = kind.outbox();
+        conn.lock_handle()
+            .await
+            .map_err(|e| sqlx_error("install the commit hook", e))?
+            .set_commit_hook(move || {
+                if armed.swap(false, Ordering::AcqRel) {
+                    wakers.wake(box_kind);
+                }
+                true
+            });
+        for chunk in records.chunks(INSERT_CHUNK) {
+            let mut args = SqliteArguments::default();
+            for record in chunk {
+                bind_message(&mut args, record, None)?;
+            }
+            sqlx::query_with(&insert_outbox(box_kind.table(), chunk.len()), args)
+                .execute(&mut *conn)
+                .await
+                .map_err(|e| sqlx_error("insert into the outbox", e))?;
+        }
+        Ok(())
+    }
+
+    async fn claim(
+        &self,
+        box_kind: BoxKind,
+        request: &ClaimRequest<'_>,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let queries = self.queries(box_kind);
+        let mut tx = self
+            .pool()
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| sqlx_error("begin a claim", e))?;
+        let limit = i64::try_from(request.limit).unwrap_or(i64::MAX);
+        let due = sqlx::query(&queries.select_due)
+            .bind(i64::from(request.ordered))
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| sqlx_error("select due rows", e))?;
+        if due.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut seqs = Vec::with_capacity(due.len());
+        let mut reclaimed = std::collections::HashSet::new();
+        for row in &due {
+            let seq: i64 = row
+                .try_get(0)
+                .map_err(|e| sqlx_error("read a due row", e))?;
+            let status: String = row
+                .try_get(1)
+                .map_err(|e| sqlx_error("read a due row", e))?;
+            if status == "PROCESSING" {
+                reclaimed.insert(seq);
+            }
+            seqs.push(seq);
+        }
+        let lease = format!("+{:.3} seconds", request.lease.as_secs_f64());
+        let rows = sqlx::query(&queries.claim)
+            .bind(request.worker_id)
+            .bind(lease)
+            .bind(serde_json::to_string(&seqs).unwrap_or_default())
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| sqlx_error("claim rows", e))?;
+        tx.commit()
+            .await
+            .map_err(|e| sqlx_error("commit a claim", e))?;
+        let mut claimed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let mut message = row_view(row, box_kind)?.message;
+            message.reclaimed = reclaimed.contains(&message.seq);
+            claimed.push(message);
+        }
+        claimed.sort_by_key(|m| m.seq);
+        Ok(claimed)
+    }
+
+    async fn transfer(
+        &self,
+        kind: MessageKind,
+        worker_id: &str,
+        deliveries: &[Delivery<'_>],
+        outcomes: &[Outcome],
+    ) -> Result<ReceiveReport, StoreError> {
+        let mut tx = self
+            .pool()
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| sqlx_error("begin a transfer", e))?;
+        let report = insert_inbox_rows(&mut tx, kind, deliveries).await?;
+        resolve_on(self, &mut tx, kind.outbox(), worker_id, outcomes).await?;
+        tx.commit()
+            .await
+            .map_err(|e| sqlx_error("commit a transfer", e))?;
+        Ok(report)
+    }
+
+    async fn receive(
+        &self,
+        kind: MessageKind,
+        deliveries: &[Delivery<'_>],
+    ) -> Result<ReceiveReport, StoreError> {
+        let mut tx = self
+            .pool()
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| sqlx_error("begin a receive", e))?;
+        let report = insert_inbox_rows(&mut tx, kind, deliveries).await?;
+        tx.commit()
+            .await
+            .map_err(|e| sqlx_error("commit a receive", e))?;
+        Ok(report)
+    }
+
+    async fn complete_in(
+        &self,
+        tx: &mut Self::Tx,
+        box_kind: BoxKind,
+        id: MessageId,
+        subscriber: Option<&str>,
+        worker_id: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(&self.queries(box_kind).complete)
+            .bind(id.to_string())
+            .bind(worker_id)
+            .bind(subscriber)
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| sqlx_error("mark completed", e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn resolve(
+        &self,
+        box_kind: BoxKind,
+        worker_id: &str,
+        outcomes: &[Outcome],
+    ) -> Result<(), StoreError> {
+        let mut conn = self
+            .pool()
+            .acquire()
+            .await
+            .map_err(|e| sqlx_error("acquire a connection", e))?;
+        resolve_on(self, &mut conn, box_kind, worker_id, outcomes).await
+    }
+
+    fn wakers(&self) -> &Wakers {
+        &self.inner.wakers
+    }
+}
+
+#[async_trait]
+impl Inspect for SqliteStore {
+    async fn rows(&self, box_kind: BoxKind) -> Result<Vec<RowView>, StoreError> {
+        let rows = sqlx::query(&self.queries(box_kind).rows)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| sqlx_error("list rows", e))?;
+        rows.iter().map(|row| row_view(row, box_kind)).collect()
+    }
+}
