@@ -35,7 +35,7 @@ pub(crate) struct Shared<S: Store> {
 /// let bandeja = bandeja_core::Bandeja::builder(store)
 ///     .config(bandeja_core::Config::load(None)?)
 ///     .build()?;
-/// let running = bandeja.start();
+/// let running = bandeja.start().await?;
 /// running.shutdown().await;
 /// # Ok(()) }
 /// ```
