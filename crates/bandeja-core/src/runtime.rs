@@ -26,6 +26,18 @@ pub(crate) struct Shared<S: Store> {
     pub(crate) worker_id: String,
     pub(crate) transport: Option<Arc<dyn Transport>>,
     pub(crate) handler_concurrency: usize,
+    pub(crate) claims: std::sync::atomic::AtomicU64,
+}
+
+impl<S: Store> Shared<S> {
+    /// A lock token unique to one claim (`<worker id>#<n>`), so that even two claims of the
+    /// same process cannot complete each other's rows.
+    pub(crate) fn claim_token(&self) -> String {
+        let n = self
+            .claims
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{}#{n}", self.worker_id)
+    }
 }
 
 /// Builds a [`Bandeja`]: register subscribers, then `build()`.
@@ -139,6 +151,7 @@ impl<S: Store> BandejaBuilder<S> {
                 worker_id,
                 transport: self.transport,
                 handler_concurrency: self.handler_concurrency,
+                claims: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }

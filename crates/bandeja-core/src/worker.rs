@@ -14,25 +14,28 @@ use crate::store::{Outcome, Resolution, Store};
 
 /// The rows a cycle holds, so a shutdown that cannot wait for the cycle can release them.
 #[derive(Default, Clone)]
-pub(crate) struct Claimed(Arc<Mutex<Vec<(MessageId, Option<String>)>>>);
+pub(crate) struct Claimed(Arc<Mutex<(String, Vec<(MessageId, Option<String>)>)>>);
 
 impl Claimed {
-    pub(crate) fn set(&self, messages: &[StoredMessage]) {
+    pub(crate) fn set(&self, token: &str, messages: &[StoredMessage]) {
         if let Ok(mut held) = self.0.lock() {
-            *held = messages
-                .iter()
-                .map(|m| (m.record.id, m.subscriber.clone()))
-                .collect();
+            *held = (
+                token.to_owned(),
+                messages
+                    .iter()
+                    .map(|m| (m.record.id, m.subscriber.clone()))
+                    .collect(),
+            );
         }
     }
 
     pub(crate) fn clear(&self) {
         if let Ok(mut held) = self.0.lock() {
-            held.clear();
+            held.1.clear();
         }
     }
 
-    fn take(&self) -> Vec<(MessageId, Option<String>)> {
+    fn take(&self) -> (String, Vec<(MessageId, Option<String>)>) {
         self.0
             .lock()
             .map(|mut held| std::mem::take(&mut *held))
@@ -83,8 +86,14 @@ pub(crate) async fn run<S: Store>(
         let result = match result {
             Some(result) => result,
             None => {
-                finish_or_release(&shared, box_kind, cycle, &claimed, config.lock_at_most_for)
-                    .await;
+                finish_or_release(
+                    &shared,
+                    box_kind,
+                    cycle,
+                    &claimed,
+                    config.lock_at_most_for / 2,
+                )
+                .await;
                 break;
             }
         };
@@ -114,7 +123,8 @@ pub(crate) async fn run<S: Store>(
     tracing::info!(box = %box_kind, worker = %shared.worker_id, "worker stopped");
 }
 
-/// Shutdown during a cycle: give it `grace` to finish; if it does not, drop it (rolling
+/// Shutdown during a cycle: give it `grace` (half of `lock-at-most-for`, so the release lands
+/// before anyone could take the lease over) to finish; if it does not, drop it (rolling
 /// back handlers in flight) and release its rows back to PENDING for another worker.
 async fn finish_or_release<S: Store, F>(
     shared: &Shared<S>,
@@ -128,7 +138,7 @@ async fn finish_or_release<S: Store, F>(
     if tokio::time::timeout(grace, cycle).await.is_ok() {
         return;
     }
-    let held = claimed.take();
+    let (token, held) = claimed.take();
     if held.is_empty() {
         return;
     }
@@ -140,11 +150,7 @@ async fn finish_or_release<S: Store, F>(
             resolution: Resolution::Release,
         })
         .collect();
-    match shared
-        .store
-        .resolve(box_kind, &shared.worker_id, &outcomes)
-        .await
-    {
+    match shared.store.resolve(box_kind, &token, &outcomes).await {
         Ok(()) => {
             tracing::info!(box = %box_kind, released = outcomes.len(), "released unfinished rows on shutdown")
         }

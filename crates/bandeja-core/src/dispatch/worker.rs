@@ -15,8 +15,9 @@ pub(crate) async fn cycle<S: Store>(
     claimed_slot: &Claimed,
 ) -> Result<usize> {
     let config = shared.config.group(box_kind.group());
+    let token = shared.claim_token();
     let request = ClaimRequest {
-        worker_id: &shared.worker_id,
+        worker_id: &token,
         limit: config.batch_size,
         lease: config.lock_at_most_for,
         ordered: config.ordered,
@@ -25,11 +26,11 @@ pub(crate) async fn cycle<S: Store>(
     if claimed.is_empty() {
         return Ok(0);
     }
-    claimed_slot.set(&claimed);
+    claimed_slot.set(&token, &claimed);
     let count = claimed.len();
     match &shared.transport {
-        None => move_to_inbox(shared, box_kind.kind(), &claimed).await?,
-        Some(_) => publish(shared, box_kind, &claimed).await?,
+        None => move_to_inbox(shared, box_kind.kind(), &token, &claimed).await?,
+        Some(_) => publish(shared, box_kind, &token, &claimed).await?,
     }
     claimed_slot.clear();
     Ok(count)
@@ -40,6 +41,7 @@ pub(crate) async fn cycle<S: Store>(
 async fn move_to_inbox<S: Store>(
     shared: &Shared<S>,
     kind: MessageKind,
+    token: &str,
     claimed: &[StoredMessage],
 ) -> Result<()> {
     let config = shared.config.group(kind.outbox().group());
@@ -81,7 +83,7 @@ async fn move_to_inbox<S: Store>(
         .collect();
     let report = shared
         .store
-        .transfer(kind, &shared.worker_id, &deliveries, &outcomes)
+        .transfer(kind, token, &deliveries, &outcomes)
         .await?;
     if report.inserted > 0 {
         shared.store.wakers().wake(kind.inbox());
@@ -94,6 +96,7 @@ async fn move_to_inbox<S: Store>(
 async fn publish<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
+    token: &str,
     claimed: &[StoredMessage],
 ) -> Result<()> {
     let Some(transport) = &shared.transport else {
@@ -119,9 +122,6 @@ async fn publish<S: Store>(
             Err(e) => attempt::failure(message, config, FailureKind::Retriable, e.to_string()),
         })
         .collect();
-    shared
-        .store
-        .resolve(box_kind, &shared.worker_id, &outcomes)
-        .await?;
+    shared.store.resolve(box_kind, token, &outcomes).await?;
     Ok(())
 }

@@ -22,8 +22,9 @@ pub(crate) async fn cycle<S: Store>(
     claimed_slot: &Claimed,
 ) -> Result<usize> {
     let config = shared.config.group(box_kind.group());
+    let token = shared.claim_token();
     let request = ClaimRequest {
-        worker_id: &shared.worker_id,
+        worker_id: &token,
         limit: config.batch_size,
         lease: config.lock_at_most_for,
         ordered: config.ordered,
@@ -32,11 +33,11 @@ pub(crate) async fn cycle<S: Store>(
     if claimed.is_empty() {
         return Ok(0);
     }
-    claimed_slot.set(&claimed);
+    claimed_slot.set(&token, &claimed);
     let count = claimed.len();
     let attempts: Vec<_> = claimed
         .iter()
-        .map(|message| handle_one(shared, box_kind, message))
+        .map(|message| handle_one(shared, box_kind, &token, message))
         .collect();
     let results: Vec<Option<Outcome>> = futures::stream::iter(attempts)
         .buffer_unordered(shared.handler_concurrency)
@@ -44,10 +45,7 @@ pub(crate) async fn cycle<S: Store>(
         .await;
     let failures: Vec<Outcome> = results.into_iter().flatten().collect();
     if !failures.is_empty() {
-        shared
-            .store
-            .resolve(box_kind, &shared.worker_id, &failures)
-            .await?;
+        shared.store.resolve(box_kind, &token, &failures).await?;
     }
     claimed_slot.clear();
     Ok(count)
@@ -58,6 +56,7 @@ pub(crate) async fn cycle<S: Store>(
 async fn handle_one<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
+    token: &str,
     message: &StoredMessage,
 ) -> Option<Outcome> {
     let config = shared.config.group(box_kind.group());
@@ -84,7 +83,9 @@ async fn handle_one<S: Store>(
             return Some(attempt::failure(message, config, FailureKind::Permanent, error));
         };
         let handler = registered.handler.clone();
-        match run_in_transaction(shared, box_kind, message, handler.as_ref(), config.handler_timeout).await {
+        // A handler may not outlive its lease: past it, another worker may take the row over.
+        let timeout = config.handler_timeout.min(config.lock_at_most_for);
+        match run_in_transaction(shared, box_kind, token, message, handler.as_ref(), timeout).await {
             Ok(()) => None,
             Err((kind, error)) => {
                 tracing::warn!(%error, ?kind, "handler failed");
@@ -99,6 +100,7 @@ async fn handle_one<S: Store>(
 async fn run_in_transaction<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
+    token: &str,
     message: &StoredMessage,
     handler: &dyn crate::processing::handler::ErasedHandler<S>,
     timeout: std::time::Duration,
@@ -112,12 +114,12 @@ async fn run_in_transaction<S: Store>(
     );
     let result = tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()).await;
     match result {
-        Err(_elapsed) => {
-            return Err((
-                FailureKind::Retriable,
-                format!("handler timed out after {timeout:?} (handler-timeout)"),
-            ))
-        }
+        Err(_elapsed) => return Err((
+            FailureKind::Retriable,
+            format!(
+                "handler timed out after {timeout:?} (handler-timeout, capped by lock-at-most-for)"
+            ),
+        )),
         Ok(Err(panic)) => {
             return Err((
                 FailureKind::Retriable,
@@ -144,13 +146,7 @@ async fn run_in_transaction<S: Store>(
     let subscriber = message.subscriber.as_deref();
     let held = shared
         .store
-        .complete_in(
-            &mut tx,
-            box_kind,
-            message.record.id,
-            subscriber,
-            &shared.worker_id,
-        )
+        .complete_in(&mut tx, box_kind, message.record.id, subscriber, token)
         .await
         .map_err(|e| retriable(&e))?;
     if !held {

@@ -22,3 +22,8 @@ async fn fresh_store() -> (SqliteStore, TempDir) {
 }
 
 bandeja_core::store_conformance_tests!(fresh_store);
+
+mod runtime {
+    use super::fresh_store;
+    bandeja_core::runtime_conformance_tests!(fresh_store);
+}

@@ -12,6 +12,8 @@ use crate::status::MessageStatus;
 use crate::store::{ClaimRequest, Delivery, Inspect, Outcome, Resolution, RowView, Store};
 use crate::tenant::TenantId;
 
+pub mod runtime;
+
 /// The payload the suite emits.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Ping {
@@ -51,6 +53,15 @@ macro_rules! store_conformance_tests {
             async fn $name() {
                 let (store, _guard) = $make().await;
                 $crate::conformance::$name(store).await;
+            }
+        )*
+    };
+    (@tests_in $module:ident $make:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let (store, _guard) = $make().await;
+                $crate::conformance::$module::$name(store).await;
             }
         )*
     };
