@@ -14,7 +14,10 @@ use crate::store::{Outcome, Resolution, Store};
 
 /// The rows a cycle holds, so a shutdown that cannot wait for the cycle can release them.
 #[derive(Default, Clone)]
-pub(crate) struct Claimed(Arc<Mutex<(String, Vec<(MessageId, Option<String>)>)>>);
+pub(crate) struct Claimed(Arc<Mutex<Held>>);
+
+/// The claim token and the `(id, subscriber)` of each row it holds.
+type Held = (String, Vec<(MessageId, Option<String>)>);
 
 impl Claimed {
     pub(crate) fn set(&self, token: &str, messages: &[StoredMessage]) {
@@ -35,7 +38,7 @@ impl Claimed {
         }
     }
 
-    fn take(&self) -> (String, Vec<(MessageId, Option<String>)>) {
+    fn take(&self) -> Held {
         self.0
             .lock()
             .map(|mut held| std::mem::take(&mut *held))

@@ -183,7 +183,10 @@ impl<S: Store> EventHandler<S, Pong> for Recorder {
 
 /// Records the tenant it saw.
 #[derive(Clone, Default)]
-struct TenantProbe(Arc<Mutex<Vec<(TenantId, TenantId, Option<TenantId>)>>>);
+struct TenantProbe(Arc<Mutex<Vec<TenantSeen>>>);
+
+/// (handler context tenant, command source tenant, task-local current tenant)
+type TenantSeen = (TenantId, TenantId, Option<TenantId>);
 
 #[async_trait]
 impl<S: Store> CommandHandler<S, Archive> for TenantProbe {

@@ -55,7 +55,7 @@ impl<'t, S: Store> HandlerContext<'t, S> {
 
     /// The connection of the handler's transaction: write your tables through it.
     pub fn conn(&mut self) -> &mut S::Conn {
-        &mut **self.tx
+        self.tx
     }
 
     /// The handler's transaction itself.
