@@ -71,6 +71,22 @@ pub(crate) fn failure(
     }
 }
 
+/// The outcome of an attempt that hit a transient conflict (a lock, an unreachable
+/// database): back to PENDING after a short backoff, the retry count unchanged.
+pub(crate) fn transient(message: &StoredMessage, config: &WorkerConfig, error: String) -> Outcome {
+    Outcome {
+        id: message.record.id,
+        subscriber: message.subscriber.clone(),
+        resolution: Resolution::Retry {
+            retry_count: message.retry_count,
+            delay: config
+                .backoff(1, rand::random::<f64>())
+                .min(std::time::Duration::from_secs(1)),
+            error: truncate(error),
+        },
+    }
+}
+
 /// A row whose expired lease was taken over more times than `max-retries` allows: the
 /// previous holders died while working on it (a message that crashes its process).
 pub(crate) fn exhausted_by_crashes(

@@ -159,6 +159,14 @@ pub trait Store: Clone + Send + Sync + 'static {
         outcomes: &[Outcome],
     ) -> Result<(), StoreError>;
 
+    /// Whether an error a handler returned (or one in its source chain) is a transient
+    /// conflict of this database — a lock or snapshot conflict, a lost connection — so the
+    /// attempt is retried without spending one of the message's retries. Default: `false`.
+    fn is_transient(&self, error: &(dyn std::error::Error + 'static)) -> bool {
+        let _ = error;
+        false
+    }
+
     /// The wake-up signals of this store's boxes (in-process; PostgreSQL also relays
     /// `NOTIFY` from other processes into them).
     fn wakers(&self) -> &Wakers;

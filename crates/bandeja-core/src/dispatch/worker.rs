@@ -103,7 +103,11 @@ async fn publish<S: Store>(
         return Ok(());
     };
     let config = shared.config.group(box_kind.group());
-    let results = transport.publish(box_kind.kind(), claimed).await;
+    // A broker that does not answer within the publish timeout counts as unavailable.
+    let timeout = config.handler_timeout.min(config.lock_at_most_for);
+    let results = tokio::time::timeout(timeout, transport.publish(box_kind.kind(), claimed))
+        .await
+        .unwrap_or_default();
     let outcomes: Vec<Outcome> = claimed
         .iter()
         .zip(results.into_iter().chain(std::iter::repeat_with(|| {

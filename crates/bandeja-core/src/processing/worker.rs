@@ -87,14 +87,45 @@ async fn handle_one<S: Store>(
         let timeout = config.handler_timeout.min(config.lock_at_most_for);
         match run_in_transaction(shared, box_kind, token, message, handler.as_ref(), timeout).await {
             Ok(()) => None,
-            Err((kind, error)) => {
-                tracing::warn!(%error, ?kind, "handler failed");
-                Some(attempt::failure(message, config, kind, error))
+            Err(failed) if failed.transient => {
+                tracing::info!(error = %failed.error, "transient conflict; trying again without spending a retry");
+                Some(attempt::transient(message, config, failed.error))
+            }
+            Err(failed) => {
+                tracing::warn!(error = %failed.error, kind = ?failed.kind, "handler failed");
+                Some(attempt::failure(message, config, failed.kind, failed.error))
             }
         }
     }
     .instrument(span)
     .await
+}
+
+/// Why an attempt did not complete.
+struct AttemptFailed {
+    kind: FailureKind,
+    /// A lock conflict or an unreachable database, not the message's fault: retried
+    /// without spending a retry.
+    transient: bool,
+    error: String,
+}
+
+impl AttemptFailed {
+    fn retriable(error: String) -> Self {
+        AttemptFailed {
+            kind: FailureKind::Retriable,
+            transient: false,
+            error,
+        }
+    }
+
+    fn from_store(error: &crate::error::StoreError) -> Self {
+        AttemptFailed {
+            kind: FailureKind::Retriable,
+            transient: error.is_transient(),
+            error: error.to_string(),
+        }
+    }
 }
 
 async fn run_in_transaction<S: Store>(
@@ -104,29 +135,37 @@ async fn run_in_transaction<S: Store>(
     message: &StoredMessage,
     handler: &dyn crate::processing::handler::ErasedHandler<S>,
     timeout: std::time::Duration,
-) -> Result<(), (FailureKind, String)> {
-    let retriable = |e: &dyn std::fmt::Display| (FailureKind::Retriable, e.to_string());
-    let mut tx = shared.store.begin().await.map_err(|e| retriable(&e))?;
+) -> Result<(), AttemptFailed> {
+    let mut tx = shared
+        .store
+        .begin()
+        .await
+        .map_err(|e| AttemptFailed::from_store(&e))?;
     let mut ctx = HandlerContext::<S>::new(&mut tx, message);
     let run = tenant::scope(
         message.record.inbox_tenant().clone(),
         handler.call(&mut ctx, message),
     );
-    let result = tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()).await;
-    match result {
-        Err(_elapsed) => return Err((
-            FailureKind::Retriable,
-            format!(
+    match tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()).await {
+        Err(_elapsed) => {
+            return Err(AttemptFailed::retriable(format!(
                 "handler timed out after {timeout:?} (handler-timeout, capped by lock-at-most-for)"
-            ),
-        )),
-        Ok(Err(panic)) => {
-            return Err((
-                FailureKind::Retriable,
-                format!("handler panicked: {}", panic_text(&panic)),
-            ))
+            )))
         }
-        Ok(Ok(Err(error))) => return Err((error.kind, error.to_string())),
+        Ok(Err(panic)) => {
+            return Err(AttemptFailed::retriable(format!(
+                "handler panicked: {}",
+                panic_text(&panic)
+            )))
+        }
+        Ok(Ok(Err(error))) => {
+            let transient = shared.store.is_transient(error.source.as_ref());
+            return Err(AttemptFailed {
+                kind: error.kind,
+                transient,
+                error: error.to_string(),
+            });
+        }
         Ok(Ok(Ok(()))) => {}
     }
     let emitted = ctx.take_emitted();
@@ -140,7 +179,7 @@ async fn run_in_transaction<S: Store>(
                 .store
                 .insert_outbox(&mut *tx, kind, &batch)
                 .await
-                .map_err(|e| retriable(&e))?;
+                .map_err(|e| AttemptFailed::from_store(&e))?;
         }
     }
     let subscriber = message.subscriber.as_deref();
@@ -148,14 +187,18 @@ async fn run_in_transaction<S: Store>(
         .store
         .complete_in(&mut tx, box_kind, message.record.id, subscriber, token)
         .await
-        .map_err(|e| retriable(&e))?;
+        .map_err(|e| AttemptFailed::from_store(&e))?;
     if !held {
         tracing::warn!(
             "lease lost before completion (another worker took the message over): rolled back"
         );
         return Ok(());
     }
-    shared.store.commit(tx).await.map_err(|e| retriable(&e))?;
+    shared
+        .store
+        .commit(tx)
+        .await
+        .map_err(|e| AttemptFailed::from_store(&e))?;
     for record in &emitted {
         shared.store.wakers().wake(record.kind.outbox());
     }

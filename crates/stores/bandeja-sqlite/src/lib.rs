@@ -40,14 +40,28 @@ fn index(box_kind: BoxKind) -> usize {
     }
 }
 
+/// SQLITE_BUSY, SQLITE_LOCKED and their extended codes (BUSY_RECOVERY, BUSY_SNAPSHOT,
+/// BUSY_TIMEOUT, LOCKED_SHAREDCACHE), I/O and pool failures: trying again may succeed.
+pub(crate) fn is_transient(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => {
+            matches!(
+                db.code().as_deref(),
+                Some("5" | "6" | "261" | "262" | "517" | "773")
+            )
+        }
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        _ => false,
+    }
+}
+
 pub(crate) fn sqlx_error(operation: &'static str, error: sqlx::Error) -> StoreError {
     let kind = match &error {
         sqlx::Error::Database(db) if db.is_unique_violation() => StoreErrorKind::Duplicate,
-        sqlx::Error::Database(db)
-            if matches!(db.code().as_deref(), Some("5" | "6" | "261" | "517")) =>
-        {
-            StoreErrorKind::Transient // SQLITE_BUSY, SQLITE_LOCKED and their extended codes
-        }
+        _ if is_transient(&error) => StoreErrorKind::Transient,
         sqlx::Error::Database(_) | sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
             StoreErrorKind::Permanent
         }

@@ -335,6 +335,20 @@ impl Store for SqliteStore {
         resolve_on(self, &mut conn, box_kind, worker_id, outcomes).await
     }
 
+    fn is_transient(&self, error: &(dyn std::error::Error + 'static)) -> bool {
+        let mut next = Some(error);
+        while let Some(e) = next {
+            if let Some(store) = e.downcast_ref::<StoreError>() {
+                return store.is_transient();
+            }
+            if let Some(sqlx) = e.downcast_ref::<sqlx::Error>() {
+                return crate::is_transient(sqlx);
+            }
+            next = e.source();
+        }
+        false
+    }
+
     fn wakers(&self) -> &Wakers {
         &self.inner.wakers
     }
