@@ -41,6 +41,7 @@ macro_rules! runtime_conformance_tests {
             graceful_shutdown_releases_a_batch_that_cannot_finish,
             messages_of_one_key_are_handled_in_emission_order,
             scenario_waits_for_the_state_change,
+            broker_path_acknowledges_after_storing_and_absorbs_redeliveries,
         );
     };
 }
@@ -752,4 +753,43 @@ pub async fn scenario_waits_for_the_state_change<S: Inspect>(store: S) {
         .and_verify(|count| assert_eq!(*count, 1));
     running.shutdown().await;
     assert_eq!(seen, 1);
+}
+
+/// Through a transport (publish with acknowledgement → reception with dedup → processing):
+/// a broker that delivers everything twice still gets each message handled once.
+pub async fn broker_path_acknowledges_after_storing_and_absorbs_redeliveries<S: Inspect>(store: S) {
+    let recorder = Recorder::new(Behaviour::Succeed);
+    let transport = crate::transport::direct::DirectTransport::new().redelivering(2);
+    let bandeja = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .transport(Arc::new(transport))
+        .on_event::<Ping, _>("s", recorder.clone())
+        .build()
+        .expect("build");
+    let running = bandeja.start().await.expect("start");
+    let ids = emit_pings(&store, 0..5, |n| format!("k{n}")).await;
+    let inbox = wait_rows(
+        &store,
+        BoxKind::InboxEvents,
+        all(MessageStatus::Completed, 5),
+    )
+    .await;
+    running.shutdown().await;
+    assert!(
+        inbox.iter().all(|r| r.message.delivery_count == 2),
+        "each copy was absorbed"
+    );
+    let mut seen: Vec<_> = recorder
+        .seen
+        .lock()
+        .expect("seen")
+        .iter()
+        .map(|s| s.0)
+        .collect();
+    seen.sort();
+    assert_eq!(seen, ids);
+    assert!(rows(&store, BoxKind::OutboxEvents)
+        .await
+        .iter()
+        .all(|r| r.message.status == MessageStatus::Completed));
 }

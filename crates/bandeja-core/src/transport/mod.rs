@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub mod direct;
+
 use crate::error::BoxError;
 use crate::reception::InboxSink;
 use crate::record::{MessageKind, StoredMessage};
