@@ -193,6 +193,6 @@ pub struct RowView {
 /// the workers never need it.
 #[async_trait]
 pub trait Inspect: Store {
-    /// Every row of a box, by `seq` (and subscriber), optionally only one tenant's.
+    /// Every row of a box, by `seq` (and subscriber).
     async fn rows(&self, box_kind: BoxKind) -> Result<Vec<RowView>, StoreError>;
 }

@@ -1,1 +1,294 @@
-//! stub
+#![doc = include_str!("../README.md")]
+
+mod columns;
+mod decode;
+mod queries;
+mod relay;
+mod store;
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bandeja_core::wake::Wakers;
+use bandeja_core::{BoxKind, Outbox, StoreError, StoreErrorKind};
+use sqlx::postgres::{PgPool, PgPoolOptions};
+
+use crate::queries::BoxQueries;
+use crate::relay::RelayHandle;
+
+/// The migrations of the four boxes (also runnable from the CLI). They use unqualified table
+/// names: run them with the store's schema as the only `search_path` entry, as
+/// [`Store::migrate`](bandeja_core::Store::migrate) does.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// The schema of [`PgStore::connect`] and of [`PgStore::from_pool`] without a schema.
+///
+/// A dedicated schema keeps bandeja's `_sqlx_migrations` table apart from the application's
+/// own sqlx migrations (which live in `public` by default).
+pub const DEFAULT_SCHEMA: &str = "bandeja";
+
+/// Longest identifier PostgreSQL keeps (`NAMEDATALEN - 1`).
+const MAX_IDENTIFIER: usize = 63;
+
+/// The PostgreSQL store: the production store. Cheap to clone; every clone shares the pool,
+/// the prepared SQL and the wake-up signals.
+///
+/// The `NOTIFY` relay (see the crate documentation) runs while at least one clone is alive
+/// and stops when the last one is dropped.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    schema: String,
+    channel: String,
+    wakers: Wakers,
+    queries: [BoxQueries; 4],
+    relay: Mutex<Option<RelayHandle>>,
+}
+
+impl fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgStore")
+            .field("schema", &self.inner.schema)
+            .field("channel", &self.inner.channel)
+            .finish_non_exhaustive()
+    }
+}
+
+fn index(box_kind: BoxKind) -> usize {
+    match box_kind {
+        BoxKind::OutboxEvents => 0,
+        BoxKind::InboxEvents => 1,
+        BoxKind::OutboxCommands => 2,
+        BoxKind::InboxCommands => 3,
+    }
+}
+
+/// SQLSTATEs that clear up by themselves: serialization failure, deadlock, lock not available,
+/// query canceled (statement timeout), admin/crash shutdown, cannot connect now, too many
+/// connections.
+const TRANSIENT_CODES: [&str; 8] = [
+    "40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "53300",
+];
+
+/// Maps a driver error to a [`StoreError`] of the right kind.
+pub(crate) fn sqlx_error(operation: &'static str, error: sqlx::Error) -> StoreError {
+    let kind = match &error {
+        sqlx::Error::Database(db) if db.is_unique_violation() => StoreErrorKind::Duplicate,
+        sqlx::Error::Database(db) => match db.code().as_deref() {
+            Some(code) if TRANSIENT_CODES.contains(&code) || code.starts_with("08") => {
+                StoreErrorKind::Transient // class 08: connection exception
+            }
+            // undefined table / invalid schema name: the migrations have not run.
+            Some("42P01" | "3F000") => StoreErrorKind::Migration,
+            _ => StoreErrorKind::Permanent,
+        },
+        sqlx::Error::ColumnDecode { .. }
+        | sqlx::Error::Decode(_)
+        | sqlx::Error::ColumnNotFound(_)
+        | sqlx::Error::ColumnIndexOutOfBounds { .. }
+        | sqlx::Error::TypeNotFound { .. }
+        | sqlx::Error::Encode(_)
+        | sqlx::Error::Configuration(_) => StoreErrorKind::Permanent,
+        sqlx::Error::Migrate(_) => StoreErrorKind::Migration,
+        // Io, Tls, Protocol, PoolTimedOut, PoolClosed, WorkerCrashed...
+        _ => StoreErrorKind::Transient,
+    };
+    StoreError::new(kind, operation, error)
+}
+
+/// Checks that `schema` is a plain lowercase identifier: `[a-z_][a-z0-9_]{0,62}`, not
+/// starting with the reserved `pg_`.
+fn validate_schema(schema: &str) -> Result<(), StoreError> {
+    let mut chars = schema.chars();
+    let valid_start = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_');
+    let valid_rest = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if valid_start && valid_rest && schema.len() <= MAX_IDENTIFIER && !schema.starts_with("pg_") {
+        return Ok(());
+    }
+    Err(StoreError::new(
+        StoreErrorKind::Permanent,
+        "validate the schema name",
+        format!(
+            "invalid schema name `{schema}`: use 1 to 63 characters of a-z, 0-9 and _, starting \
+             with a letter or _ (and not with the reserved `pg_`)"
+        ),
+    ))
+}
+
+/// The `LISTEN`/`NOTIFY` channel of a schema: `bandeja_<schema>`, cut to 63 bytes.
+fn channel_of(schema: &str) -> String {
+    let mut channel = format!("bandeja_{schema}");
+    channel.truncate(MAX_IDENTIFIER); // ASCII only: always a char boundary
+    channel
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user@host/db`) with the boxes in the schema
+    /// [`DEFAULT_SCHEMA`] (`bandeja`). See [`PgStore::connect_with_schema`].
+    pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
+        Self::connect_with_schema(url, DEFAULT_SCHEMA).await
+    }
+
+    /// Connects to `url` with the four boxes (and sqlx's migrations table) in `schema`,
+    /// which must match `[a-z_][a-z0-9_]{0,62}`. Creates the schema if it is missing and
+    /// starts the `NOTIFY` relay; it is listening when this returns. Run
+    /// [`Store::migrate`](bandeja_core::Store::migrate) before use.
+    pub async fn connect_with_schema(url: &str, schema: &str) -> Result<PgStore, StoreError> {
+        validate_schema(schema)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect(url)
+            .await
+            .map_err(|e| sqlx_error("connect to PostgreSQL", e))?;
+        let store = PgStore::from_pool(pool, Some(schema))?;
+        store.create_schema().await?;
+        store.listen().await?;
+        Ok(store)
+    }
+
+    /// Wraps an existing pool, with the boxes in `schema` (default [`DEFAULT_SCHEMA`]).
+    /// Neither touches the database nor starts the `NOTIFY` relay: the relay starts at the
+    /// first [`Store::wakers`](bandeja_core::Store::wakers) call made inside a Tokio runtime,
+    /// or with [`PgStore::listen`].
+    pub fn from_pool(pool: PgPool, schema: Option<&str>) -> Result<PgStore, StoreError> {
+        let schema = schema.unwrap_or(DEFAULT_SCHEMA);
+        validate_schema(schema)?;
+        let channel = channel_of(schema);
+        Ok(PgStore {
+            pool,
+            inner: Arc::new(Inner {
+                queries: BoxKind::ALL.map(|b| BoxQueries::new(schema, &channel, b)),
+                schema: schema.to_owned(),
+                channel,
+                wakers: Wakers::new(),
+                relay: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The pool: use it for your own tables, so your transactions and bandeja's share a database.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The schema holding the four boxes.
+    pub fn schema(&self) -> &str {
+        &self.inner.schema
+    }
+
+    /// The `LISTEN`/`NOTIFY` channel: `bandeja_<schema>` (cut to 63 bytes). Each commit that
+    /// adds rows to a box sends the box's table name (`outbox_events`...) as payload.
+    pub fn channel(&self) -> &str {
+        &self.inner.channel
+    }
+
+    /// The outbox handle: emit through your own transaction with it.
+    pub fn outbox(&self) -> Outbox<PgStore> {
+        Outbox::new(self.clone())
+    }
+
+    /// Starts the `NOTIFY` relay if it is not running yet, and returns once it listens.
+    /// If the relay was already started (by an earlier call, or in the background by
+    /// `wakers()`), returns at once.
+    pub async fn listen(&self) -> Result<(), StoreError> {
+        if self.relay_slot().is_some() {
+            return Ok(());
+        }
+        let pool = relay::listener_pool(&self.pool);
+        let listener = relay::open(&pool, &self.inner.channel)
+            .await
+            .map_err(|e| sqlx_error("listen for notifications", e))?;
+        let mut slot = self.relay_slot();
+        if slot.is_none() {
+            *slot = Some(relay::spawn(
+                pool,
+                self.inner.channel.clone(),
+                self.inner.wakers.clone(),
+                Some(listener),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Starts the relay in the background if it is not running and a Tokio runtime is at hand.
+    fn ensure_relay(&self) {
+        let mut slot = self.relay_slot();
+        if slot.is_none() && tokio::runtime::Handle::try_current().is_ok() {
+            *slot = Some(relay::spawn(
+                relay::listener_pool(&self.pool),
+                self.inner.channel.clone(),
+                self.inner.wakers.clone(),
+                None,
+            ));
+        }
+    }
+
+    fn relay_slot(&self) -> std::sync::MutexGuard<'_, Option<RelayHandle>> {
+        self.inner
+            .relay
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `CREATE SCHEMA IF NOT EXISTS`, tolerating a concurrent creation.
+    async fn create_schema(&self) -> Result<(), StoreError> {
+        let sql = format!("CREATE SCHEMA IF NOT EXISTS \"{}\"", self.inner.schema);
+        match sqlx::query(&sql).execute(&self.pool).await {
+            Ok(_) => Ok(()),
+            // Two processes creating it at once: the loser sees a unique violation.
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Ok(()),
+            Err(e) => Err(sqlx_error("create the schema", e)),
+        }
+    }
+
+    pub(crate) fn queries(&self, box_kind: BoxKind) -> &BoxQueries {
+        &self.inner.queries[index(box_kind)]
+    }
+
+    pub(crate) fn local_wakers(&self) -> &Wakers {
+        &self.inner.wakers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_are_plain_lowercase_identifiers() {
+        for good in ["bandeja", "_x", "a1_b2", &"s".repeat(63)] {
+            assert!(validate_schema(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "Bandeja",
+            "1abc",
+            "a-b",
+            "a b",
+            "a\"b",
+            "pg_boxes",
+            "é",
+            &"s".repeat(64),
+        ] {
+            let err = validate_schema(bad).expect_err(bad);
+            assert_eq!(err.kind, StoreErrorKind::Permanent);
+            assert!(err.to_string().contains("invalid schema name"), "{err}");
+        }
+    }
+
+    #[test]
+    fn channel_is_the_schema_prefixed_and_fits_an_identifier() {
+        assert_eq!(channel_of("bandeja"), "bandeja_bandeja");
+        let long = "s".repeat(63);
+        assert_eq!(channel_of(&long).len(), 63);
+        assert!(channel_of(&long).starts_with("bandeja_sss"));
+    }
+}

@@ -1,0 +1,243 @@
+//! The SQL of one box, formatted once per store with the schema-qualified table name, so a
+//! caller's transaction writes into the store's schema whatever its `search_path`.
+
+use bandeja_core::BoxKind;
+
+/// The database clock: the start of the current statement (inside a long transaction this
+/// is still the time of the write, unlike `now()`).
+const NOW: &str = "statement_timestamp()";
+
+/// The columns every box shares, in the order `decode` reads them.
+const COMMON_COLUMNS: [&str; 22] = [
+    "seq",
+    "id",
+    "tenant_id",
+    "message_type",
+    "schema_version",
+    "partition_key",
+    "aggregate_type",
+    "aggregate_id",
+    "payload",
+    "headers",
+    "source_tenant_id",
+    "target_tenant_id",
+    "target_service",
+    "status",
+    "retry_count",
+    "next_attempt_at",
+    "last_error",
+    "locked_by",
+    "locked_until",
+    "occurred_at",
+    "created_at",
+    "completed_at",
+];
+
+/// The message columns written on insert (after `id` and, for inboxes, `subscriber`), with
+/// the array type each is bound as.
+const MESSAGE_COLUMNS: [(&str, &str); 12] = [
+    ("tenant_id", "text"),
+    ("message_type", "text"),
+    ("schema_version", "int4"),
+    ("partition_key", "text"),
+    ("aggregate_type", "text"),
+    ("aggregate_id", "text"),
+    ("payload", "text"),
+    ("headers", "text"),
+    ("source_tenant_id", "text"),
+    ("target_tenant_id", "text"),
+    ("target_service", "text"),
+    ("occurred_at", "timestamptz"),
+];
+
+/// The statements of one box.
+pub(crate) struct BoxQueries {
+    /// `$1` ordered, `$2` limit, `$3` worker, `$4` lease in seconds.
+    pub(crate) claim: String,
+    /// `$1..$6` outcome arrays (id, subscriber, status, retry count, delay s, error), `$7` worker.
+    pub(crate) resolve: String,
+    /// `$1` id, `$2` worker, `$3` subscriber.
+    pub(crate) complete: String,
+    /// Every row by `seq`.
+    pub(crate) rows: String,
+    /// Outboxes: `$1` ids, `$2..$13` message columns. Inboxes: `$1` ids, `$2` subscribers,
+    /// `$3..$14` message columns, `$15` deliveries per row; returns
+    /// `(id, subscriber, delivery_count)`. Both notify the channel when rows were written.
+    pub(crate) insert: String,
+}
+
+/// `prefix` + each column, and the subscriber / delivery count (constants for outboxes).
+fn column_list(prefix: &str, inbox: bool) -> String {
+    let mut columns: Vec<String> = COMMON_COLUMNS
+        .iter()
+        .map(|c| format!("{prefix}{c}"))
+        .collect();
+    if inbox {
+        columns.push(format!("{prefix}subscriber"));
+        columns.push(format!("{prefix}delivery_count"));
+    } else {
+        columns.push("NULL::text AS subscriber".to_owned());
+        columns.push("1 AS delivery_count".to_owned());
+    }
+    columns.join(", ")
+}
+
+impl BoxQueries {
+    pub(crate) fn new(schema: &str, channel: &str, box_kind: BoxKind) -> Self {
+        let name = box_kind.table();
+        let t = format!("\"{schema}\".{name}");
+        let inbox = box_kind.is_inbox();
+        let (key, key_match, same_subscriber, subscriber_join) = if inbox {
+            (
+                "c.id, c.subscriber",
+                "AND t.id = due.id AND t.subscriber = due.subscriber",
+                "AND o.subscriber = c.subscriber",
+                "AND t.subscriber = j.sub",
+            )
+        } else {
+            ("c.id", "AND t.id = due.id", "", "")
+        };
+        let returned = column_list("t.", inbox);
+        BoxQueries {
+            claim: format!(
+                "WITH due AS ( \
+                   SELECT {key}, c.status FROM {t} c \
+                   WHERE c.status IN ('PENDING', 'PROCESSING') \
+                     AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
+                       OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
+                     AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
+                          SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key {same_subscriber} \
+                          AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
+                   ORDER BY c.seq LIMIT $2::int8 \
+                   FOR UPDATE OF c SKIP LOCKED) \
+                 UPDATE {t} AS t SET \
+                   retry_count = t.retry_count + CASE WHEN due.status = 'PROCESSING' THEN 1 ELSE 0 END, \
+                   last_error = CASE WHEN due.status = 'PROCESSING' \
+                     THEN 'lease of ' || COALESCE(t.locked_by, '?') || ' expired at ' \
+                          || COALESCE(t.locked_until::text, '?') || ' before it finished; taken over' \
+                     ELSE t.last_error END, \
+                   status = 'PROCESSING', locked_by = $3::text, \
+                   locked_until = {NOW} + $4::float8 * interval '1 second', last_modified_at = {NOW} \
+                 FROM due WHERE true {key_match} \
+                 RETURNING {returned}, (due.status = 'PROCESSING') AS reclaimed"
+            ),
+            resolve: format!(
+                "UPDATE {t} AS t SET \
+                   status = j.status, \
+                   retry_count = COALESCE(j.retry_count, t.retry_count), \
+                   last_error = COALESCE(j.error, t.last_error), \
+                   next_attempt_at = CASE WHEN j.status = 'PENDING' \
+                     THEN {NOW} + j.delay * interval '1 second' ELSE t.next_attempt_at END, \
+                   locked_by = NULL, locked_until = NULL, last_modified_at = {NOW}, \
+                   completed_at = CASE WHEN j.status = 'COMPLETED' THEN {NOW} ELSE NULL END \
+                 FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int4[], $5::float8[], $6::text[]) \
+                   AS j(id, sub, status, retry_count, delay, error) \
+                 WHERE t.id = j.id {subscriber_join} \
+                   AND t.status = 'PROCESSING' AND t.locked_by = $7::text"
+            ),
+            complete: format!(
+                "UPDATE {t} SET status = 'COMPLETED', locked_by = NULL, locked_until = NULL, \
+                   last_modified_at = {NOW}, completed_at = {NOW} \
+                 WHERE id = $1::uuid AND status = 'PROCESSING' AND locked_by = $2::text {}",
+                if inbox {
+                    "AND subscriber = $3::text"
+                } else {
+                    "AND $3::text IS NULL"
+                }
+            ),
+            rows: format!(
+                "SELECT {}, false AS reclaimed FROM {t} ORDER BY seq{}",
+                column_list("", inbox),
+                if inbox { ", subscriber" } else { "" }
+            ),
+            insert: if inbox {
+                insert_inbox(&t, channel, name)
+            } else {
+                insert_outbox(&t, channel, name)
+            },
+        }
+    }
+}
+
+/// `UNNEST($first::type[], ...) WITH ORDINALITY AS u(names..., ord)` over the leading
+/// columns, the message columns and the trailing ones; numbered from `$1`.
+fn unnest(leading: &[(&str, &str)], trailing: &[(&str, &str)]) -> String {
+    let all: Vec<&(&str, &str)> = leading
+        .iter()
+        .chain(MESSAGE_COLUMNS.iter())
+        .chain(trailing.iter())
+        .collect();
+    let arrays: Vec<String> = all
+        .iter()
+        .enumerate()
+        .map(|(i, (_, ty))| format!("${}::{ty}[]", i + 1))
+        .collect();
+    let names: Vec<&str> = all.iter().map(|(name, _)| *name).collect();
+    format!(
+        "UNNEST({}) WITH ORDINALITY AS u({}, ord)",
+        arrays.join(", "),
+        names.join(", ")
+    )
+}
+
+/// The message columns as selected from `u`, JSON text cast to `jsonb`.
+fn selected_message_columns() -> String {
+    MESSAGE_COLUMNS
+        .iter()
+        .map(|(name, _)| match *name {
+            "payload" | "headers" => format!("u.{name}::jsonb"),
+            _ => format!("u.{name}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn message_column_names() -> String {
+    MESSAGE_COLUMNS
+        .iter()
+        .map(|(name, _)| *name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A multi-row outbox insert that notifies `channel` with the table name if it wrote rows.
+fn insert_outbox(t: &str, channel: &str, name: &str) -> String {
+    format!(
+        "WITH ins AS ( \
+           INSERT INTO {t} (id, {columns}, status, retry_count, next_attempt_at, created_at, \
+             last_modified_at) \
+           SELECT u.id, {selected}, 'PENDING', 0, {NOW}, {NOW}, {NOW} \
+           FROM {unnest} ORDER BY u.ord \
+           RETURNING 1) \
+         SELECT pg_notify('{channel}', '{name}') FROM (SELECT count(*) AS n FROM ins) AS x WHERE x.n > 0",
+        columns = message_column_names(),
+        selected = selected_message_columns(),
+        unnest = unnest(&[("id", "uuid")], &[]),
+    )
+}
+
+/// A multi-row inbox insert with dedup: an existing `(id, subscriber)` only gets its
+/// `delivery_count` raised by the row's deliveries. Notifies if it wrote rows.
+fn insert_inbox(t: &str, channel: &str, name: &str) -> String {
+    format!(
+        "WITH ins AS ( \
+           INSERT INTO {t} AS t (id, subscriber, {columns}, status, retry_count, next_attempt_at, \
+             created_at, last_modified_at, received_at, delivery_count) \
+           SELECT u.id, u.subscriber, {selected}, 'PENDING', 0, {NOW}, {NOW}, {NOW}, {NOW}, \
+             u.deliveries \
+           FROM {unnest} ORDER BY u.ord \
+           ON CONFLICT (id, subscriber) DO UPDATE \
+             SET delivery_count = t.delivery_count + EXCLUDED.delivery_count \
+           RETURNING t.id, t.subscriber, t.delivery_count), \
+         woken AS ( \
+           SELECT pg_notify('{channel}', '{name}') FROM (SELECT count(*) AS n FROM ins) AS x \
+           WHERE x.n > 0) \
+         SELECT ins.id, ins.subscriber, ins.delivery_count FROM ins LEFT JOIN woken ON true",
+        columns = message_column_names(),
+        selected = selected_message_columns(),
+        unnest = unnest(
+            &[("id", "uuid"), ("subscriber", "text")],
+            &[("deliveries", "int4")]
+        ),
+    )
+}

@@ -1,0 +1,251 @@
+//! `Store` and `Inspect` for PostgreSQL.
+
+use async_trait::async_trait;
+use bandeja_core::store::{ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, RowView};
+use bandeja_core::wake::Wakers;
+use bandeja_core::{
+    BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage,
+};
+use sqlx::postgres::{PgConnection, Postgres};
+use sqlx::{Connection, Row, Transaction};
+use uuid::Uuid;
+
+use crate::columns::{bind_outcomes, seconds, InboxBatch, MessageColumns};
+use crate::decode::row_view;
+use crate::{sqlx_error, PgStore, MIGRATOR};
+
+/// Inserts inbox rows with dedup (and notifies the inbox's channel) on `conn`.
+async fn insert_inbox_rows(
+    store: &PgStore,
+    conn: &mut PgConnection,
+    kind: MessageKind,
+    deliveries: &[Delivery<'_>],
+) -> Result<ReceiveReport, StoreError> {
+    let mut batch = InboxBatch::new(deliveries)?;
+    if batch.is_empty() {
+        return Ok(ReceiveReport::default());
+    }
+    let columns = std::mem::take(&mut batch.columns);
+    let rows = columns
+        .bind(sqlx::query(&store.queries(kind.inbox()).insert))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(|e| sqlx_error("insert into the inbox", e))?;
+    let returned = rows
+        .iter()
+        .map(|row| {
+            Ok((
+                row.try_get::<Uuid, _>(0)?,
+                row.try_get::<String, _>(1)?,
+                row.try_get::<i32, _>(2)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()
+        .map_err(|e| sqlx_error("read the inbox insert", e))?;
+    Ok(batch.report(&returned))
+}
+
+/// Applies outcomes in one statement on `conn`.
+async fn resolve_on(
+    store: &PgStore,
+    conn: &mut PgConnection,
+    box_kind: BoxKind,
+    worker_id: &str,
+    outcomes: &[Outcome],
+) -> Result<(), StoreError> {
+    if outcomes.is_empty() {
+        return Ok(());
+    }
+    bind_outcomes(sqlx::query(&store.queries(box_kind).resolve), outcomes)?
+        .bind(worker_id)
+        .execute(conn)
+        .await
+        .map_err(|e| sqlx_error("write outcomes", e))?;
+    Ok(())
+}
+
+impl PgStore {
+    /// Inserts inbox rows in a transaction of their own, then wakes the inbox locally.
+    async fn deliver(
+        &self,
+        kind: MessageKind,
+        worker_id: Option<&str>,
+        deliveries: &[Delivery<'_>],
+        outcomes: &[Outcome],
+    ) -> Result<ReceiveReport, StoreError> {
+        let mut tx = self
+            .pool()
+            .begin()
+            .await
+            .map_err(|e| sqlx_error("begin an inbox insert", e))?;
+        let report = insert_inbox_rows(self, &mut tx, kind, deliveries).await?;
+        if let Some(worker_id) = worker_id {
+            resolve_on(self, &mut tx, kind.outbox(), worker_id, outcomes).await?;
+        }
+        tx.commit()
+            .await
+            .map_err(|e| sqlx_error("commit an inbox insert", e))?;
+        if report.inserted > 0 {
+            self.local_wakers().wake(kind.inbox());
+        }
+        Ok(report)
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    type Conn = PgConnection;
+    type Tx = Transaction<'static, Postgres>;
+
+    /// Creates the schema if missing and runs [`MIGRATOR`] with `search_path` set to it, on a
+    /// connection taken out of the pool (and closed afterwards, so the setting never leaks).
+    async fn migrate(&self) -> Result<(), StoreError> {
+        self.create_schema().await?;
+        let mut conn = self
+            .pool()
+            .acquire()
+            .await
+            .map_err(|e| sqlx_error("acquire a connection", e))?
+            .detach();
+        let result = async {
+            sqlx::query(&format!("SET search_path TO \"{}\"", self.schema()))
+                .execute(&mut conn)
+                .await
+                .map_err(|e| sqlx_error("set the search path", e))?;
+            MIGRATOR
+                .run_direct(&mut conn)
+                .await
+                .map_err(|e| sqlx_error("run the migrations", e.into()))
+        }
+        .await;
+        if let Err(error) = conn.close().await {
+            tracing::debug!(%error, "closing the migration connection failed");
+        }
+        result
+    }
+
+    async fn begin(&self) -> Result<Self::Tx, StoreError> {
+        self.pool()
+            .begin()
+            .await
+            .map_err(|e| sqlx_error("begin a transaction", e))
+    }
+
+    async fn commit(&self, tx: Self::Tx) -> Result<(), StoreError> {
+        tx.commit().await.map_err(|e| sqlx_error("commit", e))
+    }
+
+    /// One `INSERT … SELECT FROM UNNEST` for the whole batch, which also `pg_notify`s the
+    /// channel: the notification goes out when (and only if) the caller's transaction commits.
+    async fn insert_outbox(
+        &self,
+        conn: &mut PgConnection,
+        kind: MessageKind,
+        records: &[MessageRecord],
+    ) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let columns = MessageColumns::outbox(records)?;
+        columns
+            .bind(sqlx::query(&self.queries(kind.outbox()).insert))
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| sqlx_error("insert into the outbox", e))?;
+        Ok(())
+    }
+
+    /// One statement: the due rows are locked with `FOR UPDATE SKIP LOCKED` in a CTE and
+    /// updated in place, so concurrent claimers never get the same row.
+    async fn claim(
+        &self,
+        box_kind: BoxKind,
+        request: &ClaimRequest<'_>,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        if request.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(&self.queries(box_kind).claim)
+            .bind(request.ordered)
+            .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
+            .bind(request.worker_id)
+            .bind(seconds(request.lease))
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| sqlx_error("claim rows", e))?;
+        let mut claimed = rows
+            .iter()
+            .map(|row| row_view(row, box_kind).map(|view| view.message))
+            .collect::<Result<Vec<_>, _>>()?;
+        claimed.sort_by_key(|m| m.seq);
+        Ok(claimed)
+    }
+
+    async fn transfer(
+        &self,
+        kind: MessageKind,
+        worker_id: &str,
+        deliveries: &[Delivery<'_>],
+        outcomes: &[Outcome],
+    ) -> Result<ReceiveReport, StoreError> {
+        self.deliver(kind, Some(worker_id), deliveries, outcomes)
+            .await
+    }
+
+    async fn receive(
+        &self,
+        kind: MessageKind,
+        deliveries: &[Delivery<'_>],
+    ) -> Result<ReceiveReport, StoreError> {
+        self.deliver(kind, None, deliveries, &[]).await
+    }
+
+    async fn complete_in(
+        &self,
+        tx: &mut Self::Tx,
+        box_kind: BoxKind,
+        id: MessageId,
+        subscriber: Option<&str>,
+        worker_id: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(&self.queries(box_kind).complete)
+            .bind(id.0)
+            .bind(worker_id)
+            .bind(subscriber)
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| sqlx_error("mark completed", e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn resolve(
+        &self,
+        box_kind: BoxKind,
+        worker_id: &str,
+        outcomes: &[Outcome],
+    ) -> Result<(), StoreError> {
+        let mut conn = self
+            .pool()
+            .acquire()
+            .await
+            .map_err(|e| sqlx_error("acquire a connection", e))?;
+        resolve_on(self, &mut conn, box_kind, worker_id, outcomes).await
+    }
+
+    /// The store's wake-up signals; starts the `NOTIFY` relay if it is not running yet.
+    fn wakers(&self) -> &Wakers {
+        self.ensure_relay();
+        self.local_wakers()
+    }
+}
+
+#[async_trait]
+impl Inspect for PgStore {
+    async fn rows(&self, box_kind: BoxKind) -> Result<Vec<RowView>, StoreError> {
+        let rows = sqlx::query(&self.queries(box_kind).rows)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| sqlx_error("list rows", e))?;
+        rows.iter().map(|row| row_view(row, box_kind)).collect()
+    }
+}

@@ -1,0 +1,113 @@
+//! The schema contract: validation of schema names, the migrated layout, and emission that
+//! lands in the store's schema whatever the caller's `search_path`.
+
+mod common;
+
+use bandeja_core::store::{ClaimRequest, Inspect};
+use bandeja_core::{BoxKind, Event, MessageKind, MessageRecord, Store, StoreErrorKind, TenantId};
+use bandeja_postgres::PgStore;
+use common::{database_url, try_fresh_store, SchemaGuard};
+
+fn ping(n: u64) -> MessageRecord {
+    let mut record = MessageRecord::from_event(&Event::new(
+        "Ping",
+        format!("k{n}"),
+        bandeja_core::conformance::Ping { n },
+    ))
+    .expect("valid event");
+    record.tenant_id = TenantId::default_tenant();
+    record
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn emission_through_any_search_path_lands_in_the_store_schema() {
+    let Some((store, guard)) = try_fresh_store().await else {
+        return;
+    };
+    let mut tx = store.begin().await.expect("begin");
+    sqlx::query("SET LOCAL search_path TO pg_catalog")
+        .execute(&mut *tx)
+        .await
+        .expect("set search_path");
+    store
+        .insert_outbox(&mut *tx, MessageKind::Event, &[ping(1)])
+        .await
+        .expect("insert with another search_path");
+    store.commit(tx).await.expect("commit");
+    assert_eq!(
+        store.rows(BoxKind::OutboxEvents).await.expect("rows").len(),
+        1
+    );
+    assert_eq!(store.schema(), guard.schema());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_create_the_boxes_in_the_schema_and_are_idempotent() {
+    let Some((store, guard)) = try_fresh_store().await else {
+        return;
+    };
+    store.migrate().await.expect("migrating again is a no-op");
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1",
+    )
+    .bind(guard.schema())
+    .fetch_all(store.pool())
+    .await
+    .expect("tables");
+    assert_eq!(
+        tables,
+        [
+            "_sqlx_migrations",
+            "inbox_commands",
+            "inbox_events",
+            "outbox_commands",
+            "outbox_events"
+        ]
+    );
+    let partial: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexdef LIKE '%WHERE%PENDING%PROCESSING%'",
+    )
+    .bind(guard.schema())
+    .fetch_one(store.pool())
+    .await
+    .expect("indexes");
+    assert_eq!(partial, 8, "two partial indexes on live rows per box");
+}
+
+#[tokio::test]
+async fn invalid_schema_is_rejected_before_connecting() {
+    let err = PgStore::connect_with_schema("postgres://nobody@127.0.0.1:1/none", "Bad-Name")
+        .await
+        .expect_err("invalid schema");
+    assert!(err.to_string().contains("invalid schema name"), "{err}");
+    let pool = sqlx::PgPool::connect_lazy("postgres://nobody@127.0.0.1:1/none").expect("lazy");
+    assert!(PgStore::from_pool(pool.clone(), Some("pg_toast")).is_err());
+    let store = PgStore::from_pool(pool, None).expect("default schema");
+    assert_eq!(
+        (store.schema(), store.channel()),
+        ("bandeja", "bandeja_bandeja")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unmigrated_schema_is_a_migration_error() {
+    let Some((_store, guard)) = try_fresh_store().await else {
+        return;
+    };
+    let schema = format!("{}_bare", guard.schema());
+    let _bare_guard = SchemaGuard::adopt(&schema);
+    let bare = PgStore::connect_with_schema(&database_url(), &schema)
+        .await
+        .expect("connect");
+    let request = ClaimRequest {
+        worker_id: "w",
+        limit: 10,
+        lease: std::time::Duration::from_secs(30),
+        ordered: true,
+    };
+    let err = bare
+        .claim(BoxKind::OutboxEvents, &request)
+        .await
+        .expect_err("no tables yet");
+    assert_eq!(err.kind, StoreErrorKind::Migration, "{err}");
+}
