@@ -1,0 +1,73 @@
+//! Command-line flags.
+
+use clap::{Parser, ValueEnum};
+
+/// Which store to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StoreKind {
+    /// SQLite file (default: a fresh file in the temp directory).
+    Sqlite,
+    /// PostgreSQL (default: the local server, a fresh schema per run).
+    Postgres,
+}
+
+/// What to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Mode {
+    /// N messages already in the outbox; time until every one is handled.
+    Drain,
+    /// Emitters commit one message per transaction at a rate; commit→handled latency.
+    Live,
+}
+
+/// Which transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TransportKind {
+    /// The in-process default.
+    InProcess,
+}
+
+/// bandeja's benchmark.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "bandeja-bench", version, about)]
+pub(crate) struct Args {
+    /// The store.
+    #[arg(long, value_enum, default_value = "sqlite")]
+    pub(crate) store: StoreKind,
+    /// Database URL (default: a temp SQLite file, or postgres://postgres@127.0.0.1:5432/test).
+    #[arg(long)]
+    pub(crate) database_url: Option<String>,
+    /// PostgreSQL schema to use (default: a fresh one, dropped at the end).
+    #[arg(long)]
+    pub(crate) schema: Option<String>,
+    /// The transport.
+    #[arg(long, value_enum, default_value = "in-process")]
+    pub(crate) transport: TransportKind,
+    /// What to measure.
+    #[arg(long, value_enum, default_value = "drain")]
+    pub(crate) mode: Mode,
+    /// Drain: how many messages.
+    #[arg(long, default_value_t = 20_000)]
+    pub(crate) messages: u64,
+    /// Live: messages per second (one business transaction each).
+    #[arg(long, default_value_t = 200)]
+    pub(crate) rate: u64,
+    /// Live: how long to emit.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) seconds: u64,
+    /// Worker processes (1: the benchmark process itself runs the workers).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) processes: u32,
+    /// Batch size of every worker.
+    #[arg(long, default_value_t = 500)]
+    pub(crate) batch_size: usize,
+    /// Handlers run at once per inbox batch.
+    #[arg(long, default_value_t = 32)]
+    pub(crate) concurrency: usize,
+    /// Distinct partition keys the messages are spread over.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) keys: u64,
+    /// Internal: run only the workers until killed (used for `--processes`).
+    #[arg(long, hide = true)]
+    pub(crate) worker_only: bool,
+}
