@@ -128,6 +128,38 @@ pub struct WorkerConfig {
     pub handler_timeout: Duration,
     /// Whether messages sharing a partition key are processed in order (`ordered`).
     pub ordered: bool,
+    /// Inbox groups: one transaction per message, or one per batch with a savepoint per
+    /// handler (`handler-transaction`).
+    pub handler_transaction: HandlerTransaction,
+}
+
+/// How the handlers of an inbox batch are wrapped in transactions.
+///
+/// Either way a handler's writes commit together with its COMPLETED mark, and a failing
+/// handler rolls back only its own work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandlerTransaction {
+    /// The store decides: batches on PostgreSQL (commits are the cost), one per message
+    /// on SQLite (one writer: a slow handler must not hold the write lock for a batch).
+    Auto,
+    /// One transaction per message.
+    Message,
+    /// One transaction per batch (split over the handler concurrency), a savepoint per
+    /// handler, all COMPLETED marks in one statement.
+    Batch,
+}
+
+impl FromStr for HandlerTransaction {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(HandlerTransaction::Auto),
+            "message" => Ok(HandlerTransaction::Message),
+            "batch" => Ok(HandlerTransaction::Batch),
+            _ => Err("expected `auto`, `message` or `batch`".to_owned()),
+        }
+    }
 }
 
 macro_rules! setters {
@@ -157,6 +189,7 @@ impl WorkerConfig {
             retry_jitter: 0.2,
             handler_timeout: Duration::from_secs(300),
             ordered: true,
+            handler_transaction: HandlerTransaction::Auto,
         }
     }
 
@@ -221,6 +254,8 @@ impl WorkerConfig {
         handler_timeout: Duration;
         /// Sets `ordered`, per-partition-key ordering (default: `true`).
         ordered: bool;
+        /// Sets `handler-transaction` (default: `auto`).
+        handler_transaction: HandlerTransaction;
     }
 
     /// The delay before retry number `retry_count` (1-based: the first retry is 1; 0 is
@@ -500,6 +535,7 @@ mod tests {
                 retry_jitter: 0.2,
                 handler_timeout: secs(timeout),
                 ordered: true,
+                handler_transaction: HandlerTransaction::Auto,
             };
             assert_eq!(config.group(group), &expected, "{group}");
             assert_eq!(group.defaults(), expected, "{group}");
@@ -568,7 +604,8 @@ mod tests {
             .retry_backoff_multiplier(1.5)
             .retry_jitter(0.5)
             .handler_timeout(secs(9))
-            .ordered(false);
+            .ordered(false)
+            .handler_transaction(HandlerTransaction::Message);
         let expected = WorkerConfig {
             enabled: Enabled::Off,
             polling_interval: secs(1),
@@ -583,6 +620,7 @@ mod tests {
             retry_jitter: 0.5,
             handler_timeout: secs(9),
             ordered: false,
+            handler_transaction: HandlerTransaction::Message,
         };
         assert_eq!(c, expected);
     }

@@ -21,7 +21,7 @@ pub(crate) mod worker;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
-pub use config::{Config, ConfigError, Enabled, Group, WorkerConfig};
+pub use config::{Config, ConfigError, Enabled, Group, HandlerTransaction, WorkerConfig};
 pub use emission::{Outbox, RecordedEvents};
 pub use envelope::{Command, Direction, Event, Headers, MessageId, Payload};
 pub use error::{BoxError, Error, FailureKind, HandlerError, Result, StoreError, StoreErrorKind};

@@ -72,6 +72,28 @@ pub struct Delivery<'a> {
     pub subscribers: &'a [String],
 }
 
+/// A step of the per-handler savepoint in a batch transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SavepointStep {
+    /// `SAVEPOINT` before the handler runs.
+    Open,
+    /// `RELEASE SAVEPOINT`: the handler succeeded.
+    Release,
+    /// `ROLLBACK TO SAVEPOINT`: the handler failed; its writes are undone, the batch goes on.
+    RollBack,
+}
+
+impl SavepointStep {
+    /// The SQL of this step (standard SQL, the same on SQLite and PostgreSQL).
+    pub const fn sql(self) -> &'static str {
+        match self {
+            SavepointStep::Open => "SAVEPOINT bandeja_handler",
+            SavepointStep::Release => "RELEASE SAVEPOINT bandeja_handler",
+            SavepointStep::RollBack => "ROLLBACK TO SAVEPOINT bandeja_handler",
+        }
+    }
+}
+
 /// What an inbox insert did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReceiveReport {
@@ -150,6 +172,37 @@ pub trait Store: Clone + Send + Sync + 'static {
         subscriber: Option<&str>,
         worker_id: &str,
     ) -> Result<bool, StoreError>;
+
+    /// Applies outcomes to claimed rows inside the caller's transaction (the batched
+    /// handler path completes a whole batch with this). Returns how many rows changed:
+    /// fewer than `outcomes.len()` means some leases were lost.
+    async fn resolve_in(
+        &self,
+        tx: &mut Self::Tx,
+        box_kind: BoxKind,
+        worker_id: &str,
+        outcomes: &[Outcome],
+    ) -> Result<u64, StoreError>;
+
+    /// Opens, releases or rolls back to the savepoint that isolates one handler inside a
+    /// batch transaction. Stores without savepoints keep the default, an error, and run one
+    /// transaction per message.
+    async fn savepoint(&self, tx: &mut Self::Tx, step: SavepointStep) -> Result<(), StoreError> {
+        let _ = (tx, step);
+        Err(StoreError::new(
+            crate::error::StoreErrorKind::Permanent,
+            "savepoint",
+            "this store has no savepoints: use handler-transaction = \"message\"",
+        ))
+    }
+
+    /// Whether `handler-transaction = "auto"` should run a batch's handlers in one
+    /// transaction (with a savepoint each) rather than one transaction per message.
+    /// Default `false`; a store whose commits are expensive and whose writers do not
+    /// exclude each other (PostgreSQL) says `true`.
+    fn prefers_batched_handlers(&self) -> bool {
+        false
+    }
 
     /// Applies outcomes to claimed rows of a box in one statement or transaction.
     async fn resolve(

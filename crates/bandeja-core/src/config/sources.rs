@@ -7,13 +7,15 @@ use std::time::Duration;
 
 use toml::Value;
 
+use crate::config::HandlerTransaction;
+
 use super::{
     parse_bool, parse_duration, Config, ConfigError, Enabled, Group, WorkerConfig, ENV_PREFIX,
     MAX_BATCH_SIZE, MAX_RETRIES_LIMIT, RESERVED_ENV_VARS,
 };
 
 /// Keys of a worker group table, in documentation order.
-const GROUP_KEYS: [&str; 13] = [
+const GROUP_KEYS: [&str; 14] = [
     "enabled",
     "polling-interval",
     "polling-initial-delay",
@@ -27,6 +29,7 @@ const GROUP_KEYS: [&str; 13] = [
     "retry-jitter",
     "handler-timeout",
     "ordered",
+    "handler-transaction",
 ];
 const ROOT_KEYS: [&str; 3] = ["stuck-threshold", "events", "commands"];
 pub(super) const TOPICS_KEY: &str = "commands.topics";
@@ -165,6 +168,12 @@ impl<'a> Raw<'a> {
         parsed.ok_or_else(|| self.invalid(key, "expected a number"))
     }
 
+    fn handler_transaction(self, key: &str) -> Result<HandlerTransaction, ConfigError> {
+        self.text()
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| self.invalid(key, "expected `auto`, `message` or `batch`"))
+    }
+
     fn boolean(self, key: &str) -> Result<bool, ConfigError> {
         let parsed = match self {
             Raw::Toml(Value::Boolean(b)) => Some(*b),
@@ -209,6 +218,7 @@ fn set_field(
         "retry-jitter" => c.retry_jitter = raw.float(key)?,
         "handler-timeout" => c.handler_timeout = raw.duration(key)?,
         "ordered" => c.ordered = raw.boolean(key)?,
+        "handler-transaction" => c.handler_transaction = raw.handler_transaction(key)?,
         _ => return Err(unknown(key.to_owned())),
     }
     Ok(())
@@ -451,6 +461,7 @@ mod tests {
             retry-jitter = 0.5
             handler-timeout = "P1D"
             ordered = false
+            handler-transaction = "batch"
             [commands.topics]
             billing = "billing.commands"
         "#;
@@ -470,6 +481,7 @@ mod tests {
                 retry_jitter: 0.5,
                 handler_timeout: secs(86_400),
                 ordered: false,
+                handler_transaction: HandlerTransaction::Batch,
             },
             stuck_threshold: secs(600),
             ..Config::default().with_command_topic("billing", "billing.commands")
@@ -498,7 +510,7 @@ mod tests {
             (
                 "[events.outbox]\nbach-size = 3",
                 "events.outbox.bach-size",
-                "`ordered` in `events.outbox`",
+                "`handler-transaction` in `events.outbox`",
             ),
             (
                 "[events.outbx]",
@@ -518,7 +530,7 @@ mod tests {
             (
                 "[events.inbox]\n\"a.b\" = 1",
                 "events.inbox.\"a.b\"",
-                "`ordered` in `events.inbox`",
+                "`handler-transaction` in `events.inbox`",
             ),
         ];
         for (text, key, hint) in cases {

@@ -1,8 +1,11 @@
 //! Stage 5, processing: the inbox worker claims due rows and runs each handler inside the
 //! transaction that marks its row COMPLETED.
 
+mod batch;
 pub mod handler;
 pub(crate) mod registry;
+mod run;
+mod single;
 pub(crate) mod worker;
 
 pub use handler::{CommandHandler, EventHandler, HandlerContext};

@@ -1,7 +1,9 @@
 //! `Store` and `Inspect` for PostgreSQL.
 
 use async_trait::async_trait;
-use bandeja_core::store::{ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, RowView};
+use bandeja_core::store::{
+    ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, RowView, SavepointStep,
+};
 use bandeja_core::wake::Wakers;
 use bandeja_core::{
     BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage,
@@ -52,16 +54,16 @@ async fn resolve_on(
     box_kind: BoxKind,
     worker_id: &str,
     outcomes: &[Outcome],
-) -> Result<(), StoreError> {
+) -> Result<u64, StoreError> {
     if outcomes.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
-    bind_outcomes(sqlx::query(&store.queries(box_kind).resolve), outcomes)?
+    let done = bind_outcomes(sqlx::query(&store.queries(box_kind).resolve), outcomes)?
         .bind(worker_id)
         .execute(conn)
         .await
         .map_err(|e| sqlx_error("write outcomes", e))?;
-    Ok(())
+    Ok(done.rows_affected())
 }
 
 impl PgStore {
@@ -230,6 +232,29 @@ impl Store for PgStore {
             .await
             .map_err(|e| sqlx_error("acquire a connection", e))?;
         resolve_on(self, &mut conn, box_kind, worker_id, outcomes).await
+            .map(|_| ())
+    }
+
+    async fn resolve_in(
+        &self,
+        tx: &mut Self::Tx,
+        box_kind: BoxKind,
+        worker_id: &str,
+        outcomes: &[Outcome],
+    ) -> Result<u64, StoreError> {
+        resolve_on(self, tx, box_kind, worker_id, outcomes).await
+    }
+
+    async fn savepoint(&self, tx: &mut Self::Tx, step: SavepointStep) -> Result<(), StoreError> {
+        sqlx::query(step.sql())
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| sqlx_error("savepoint", e))?;
+        Ok(())
+    }
+
+    fn prefers_batched_handlers(&self) -> bool {
+        true
     }
 
     /// The store's wake-up signals; starts the `NOTIFY` relay if it is not running yet.

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bandeja_core::store::{
+use bandeja_core::store::{SavepointStep, 
     ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, Resolution, RowView,
 };
 use bandeja_core::wake::Wakers;
@@ -142,17 +142,17 @@ async fn resolve_on(
     box_kind: BoxKind,
     worker_id: &str,
     outcomes: &[Outcome],
-) -> Result<(), StoreError> {
+) -> Result<u64, StoreError> {
     if outcomes.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
-    sqlx::query(&store.queries(box_kind).resolve)
+    let done = sqlx::query(&store.queries(box_kind).resolve)
         .bind(outcomes_json(outcomes))
         .bind(worker_id)
         .execute(conn)
         .await
         .map_err(|e| sqlx_error("write outcomes", e))?;
-    Ok(())
+    Ok(done.rows_affected())
 }
 
 #[async_trait]
@@ -333,6 +333,25 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| sqlx_error("acquire a connection", e))?;
         resolve_on(self, &mut conn, box_kind, worker_id, outcomes).await
+            .map(|_| ())
+    }
+
+    async fn resolve_in(
+        &self,
+        tx: &mut Self::Tx,
+        box_kind: BoxKind,
+        worker_id: &str,
+        outcomes: &[Outcome],
+    ) -> Result<u64, StoreError> {
+        resolve_on(self, tx, box_kind, worker_id, outcomes).await
+    }
+
+    async fn savepoint(&self, tx: &mut Self::Tx, step: SavepointStep) -> Result<(), StoreError> {
+        sqlx::query(step.sql())
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| sqlx_error("savepoint", e))?;
+        Ok(())
     }
 
     fn is_transient(&self, error: &(dyn std::error::Error + 'static)) -> bool {

@@ -1,0 +1,182 @@
+//! Running one handler: the checks before it, the span around it, the timeout, panics
+//! caught, and the classification of what went wrong.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+
+use crate::attempt;
+use crate::error::{FailureKind, StoreError};
+use crate::processing::handler::{ErasedHandler, HandlerContext};
+use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
+use crate::runtime::Shared;
+use crate::store::{Outcome, Store};
+use crate::tenant;
+
+/// Why an attempt did not complete.
+pub(crate) struct AttemptFailed {
+    pub(crate) kind: FailureKind,
+    /// A lock conflict or an unreachable database, not the message's fault: retried
+    /// without spending a retry.
+    pub(crate) transient: bool,
+    pub(crate) error: String,
+}
+
+impl AttemptFailed {
+    pub(crate) fn retriable(error: String) -> Self {
+        AttemptFailed {
+            kind: FailureKind::Retriable,
+            transient: false,
+            error,
+        }
+    }
+
+    pub(crate) fn from_store(error: &StoreError) -> Self {
+        AttemptFailed {
+            kind: FailureKind::Retriable,
+            transient: error.is_transient(),
+            error: error.to_string(),
+        }
+    }
+
+    /// The outcome to write back.
+    pub(crate) fn outcome<S: Store>(
+        self,
+        shared: &Shared<S>,
+        box_kind: BoxKind,
+        message: &StoredMessage,
+    ) -> Outcome {
+        let config = shared.config.group(box_kind.group());
+        if self.transient {
+            tracing::info!(error = %self.error, "transient conflict; trying again without spending a retry");
+            attempt::transient(message, config, self.error)
+        } else {
+            tracing::warn!(error = %self.error, kind = ?self.kind, "handler failed");
+            attempt::failure(message, config, self.kind, self.error)
+        }
+    }
+}
+
+/// The handler of a claimed row, or the outcome that ends it without running one (retries
+/// exhausted by crashes, subscriber no longer registered).
+pub(crate) fn handler_for<S: Store>(
+    shared: &Shared<S>,
+    box_kind: BoxKind,
+    message: &StoredMessage,
+) -> Result<Arc<dyn ErasedHandler<S>>, Outcome> {
+    let config = shared.config.group(box_kind.group());
+    if let Some(outcome) = attempt::exhausted_by_crashes(message, config) {
+        return Err(outcome);
+    }
+    let subscriber = message.subscriber.as_deref().unwrap_or_default();
+    match shared
+        .registry
+        .find(box_kind.kind(), &message.record.message_type, subscriber)
+    {
+        Some(registered) => Ok(registered.handler.clone()),
+        None => {
+            let error = format!(
+                "no subscriber `{subscriber}` for `{}` is registered in this process: register it again, or retry the message after deploying it",
+                message.record.message_type
+            );
+            Err(attempt::failure(
+                message,
+                config,
+                FailureKind::Permanent,
+                error,
+            ))
+        }
+    }
+}
+
+/// The tracing span of one handling.
+pub(crate) fn span(message: &StoredMessage) -> tracing::Span {
+    tracing::info_span!(
+        "bandeja.handle",
+        message_id = %message.record.id,
+        message_type = %message.record.message_type,
+        subscriber = message.subscriber.as_deref().unwrap_or_default(),
+        tenant = %message.record.inbox_tenant(),
+        correlation_id = message.record.headers.correlation_id.as_deref().unwrap_or(""),
+        causation_id = message.record.headers.causation_id.map(|c| c.to_string()).unwrap_or_default(),
+        attempt = message.retry_count + 1,
+    )
+}
+
+/// A handler may not outlive its lease: past it, another worker may take the row over.
+pub(crate) fn timeout<S: Store>(shared: &Shared<S>, box_kind: BoxKind) -> Duration {
+    let config = shared.config.group(box_kind.group());
+    config.handler_timeout.min(config.lock_at_most_for)
+}
+
+/// Runs the handler on `tx` in the message's tenant scope, then writes what it emitted
+/// into the outbox on the same transaction. Returns what it emitted (to wake the
+/// dispatchers after the commit).
+pub(crate) async fn run_handler<S: Store>(
+    shared: &Shared<S>,
+    tx: &mut S::Tx,
+    handler: &dyn ErasedHandler<S>,
+    message: &StoredMessage,
+    timeout: Duration,
+) -> Result<Vec<MessageRecord>, AttemptFailed> {
+    let mut ctx = HandlerContext::<S>::new(tx, message);
+    let run = tenant::scope(
+        message.record.inbox_tenant().clone(),
+        handler.call(&mut ctx, message),
+    );
+    match tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()).await {
+        Err(_elapsed) => {
+            return Err(AttemptFailed::retriable(format!(
+                "handler timed out after {timeout:?} (handler-timeout, capped by lock-at-most-for)"
+            )))
+        }
+        Ok(Err(panic)) => {
+            return Err(AttemptFailed::retriable(format!(
+                "handler panicked: {}",
+                panic_text(&panic)
+            )))
+        }
+        Ok(Ok(Err(error))) => {
+            let transient = shared.store.is_transient(error.source.as_ref());
+            return Err(AttemptFailed {
+                kind: error.kind,
+                transient,
+                error: error.to_string(),
+            });
+        }
+        Ok(Ok(Ok(()))) => {}
+    }
+    let emitted = ctx.take_emitted();
+    for kind in [MessageKind::Event, MessageKind::Command] {
+        let batch: Vec<_> = emitted.iter().filter(|r| r.kind == kind).cloned().collect();
+        if !batch.is_empty() {
+            shared
+                .store
+                .insert_outbox(&mut **tx, kind, &batch)
+                .await
+                .map_err(|e| AttemptFailed::from_store(&e))?;
+        }
+    }
+    Ok(emitted)
+}
+
+/// Wakes the dispatchers of what committed handlers emitted.
+pub(crate) fn wake_for<S: Store>(shared: &Shared<S>, emitted: &[MessageRecord]) {
+    for kind in [MessageKind::Event, MessageKind::Command] {
+        if emitted.iter().any(|r| r.kind == kind) {
+            shared.store.wakers().wake(kind.outbox());
+        }
+    }
+}
+
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-text panic payload".to_owned()
+    }
+}
