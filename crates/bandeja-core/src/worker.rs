@@ -80,6 +80,7 @@ pub(crate) async fn run<S: Store>(
     let mut failures: u32 = 0;
     loop {
         wake.mark_unchanged();
+        let started = std::time::Instant::now();
         let cycle = run_cycle(&shared, box_kind, &claimed);
         tokio::pin!(cycle);
         let result = tokio::select! {
@@ -100,6 +101,9 @@ pub(crate) async fn run<S: Store>(
                 break;
             }
         };
+        if let Ok(n) = result {
+            tracing::debug!(box = %box_kind, claimed = n, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "cycle");
+        }
         let pause = match result {
             Ok(0) => {
                 failures = 0;

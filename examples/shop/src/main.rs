@@ -1,1 +1,78 @@
-fn main() {}
+//! The `shop` binary: reads the arguments, sets up logging, opens the database named by
+//! the URL scheme (SQLite or PostgreSQL) and runs the shop.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use shop::server::{self, Settings, StartError};
+
+/// The bandeja shop example: order, inventory and notification modules exchanging events
+/// through a transactional outbox and idempotent inboxes.
+#[derive(Debug, Parser)]
+#[command(name = "shop", version)]
+struct Args {
+    /// Address to listen on (port 0 picks a free one; the bound address is printed).
+    #[arg(long, env = "SHOP_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: String,
+
+    /// Database URL: `sqlite://FILE` (created if missing) or `postgres://...`.
+    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://shop.db")]
+    database: String,
+
+    /// Pause of the notification handler before it writes, e.g. `20s` (crash demo).
+    #[arg(long, env = "SHOP_NOTIFICATION_DELAY", value_parser = shop::config::parse_delay)]
+    notification_delay: Option<Duration>,
+}
+
+fn init_logging() {
+    // BANDEJA_LOG (reserved by bandeja for this), else RUST_LOG, else `info`.
+    let filter = EnvFilter::try_from_env("BANDEJA_LOG")
+        .or_else(|_| EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+async fn run(args: Args) -> Result<(), StartError> {
+    let settings = Settings {
+        listen: args.listen,
+        notification_delay: args.notification_delay.unwrap_or(Duration::ZERO),
+    };
+    let scheme = args.database.split(':').next().unwrap_or_default();
+    match scheme {
+        "sqlite" => {
+            let store = bandeja::sqlite::SqliteStore::connect(&args.database).await?;
+            server::run(store, settings).await
+        }
+        #[cfg(feature = "postgres")]
+        "postgres" | "postgresql" => {
+            let store = bandeja::postgres::PgStore::connect(&args.database).await?;
+            server::run(store, settings).await
+        }
+        _ => Err(format!(
+            "unsupported database URL `{}`: use sqlite://FILE or postgres://USER@HOST/DB",
+            args.database
+        )
+        .into()),
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    init_logging();
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("shop: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! The HTTP API: routes and shared state.
+//!
+//! | route | answer |
+//! | --- | --- |
+//! | `POST /orders` | 201 with the order, or a 4xx `{"error": ...}` |
+//! | `GET /orders/{id}` | the order, or 404 |
+//! | `GET /stock/{sku}` | `{"sku": ..., "available": ...}`, or 404 |
+//! | `GET /products` | the catalog |
+
+use axum::routing::{get, post};
+use axum::Router;
+
+use bandeja::Outbox;
+
+use crate::error::ApiError;
+use crate::{catalog, inventory, order, ShopDb};
+
+/// What the request handlers share: the database and the outbox handle.
+#[derive(Clone)]
+pub struct AppState<D: ShopDb> {
+    /// The database (also bandeja's store).
+    pub db: D,
+    /// Writes events through the caller's transaction.
+    pub outbox: Outbox<D>,
+}
+
+impl<D: ShopDb> AppState<D> {
+    /// The state on `db`.
+    pub fn new(db: D) -> Self {
+        AppState {
+            outbox: Outbox::new(db.clone()),
+            db,
+        }
+    }
+}
+
+/// The shop's routes.
+pub fn router<D: ShopDb>(state: AppState<D>) -> Router {
+    Router::new()
+        .route("/orders", post(order::http::create::<D>))
+        .route("/orders/{id}", get(order::http::get::<D>))
+        .route("/stock/{sku}", get(inventory::http::stock::<D>))
+        .route("/products", get(catalog::http::list::<D>))
+        .fallback(|| async { ApiError::not_found("no such route") })
+        .with_state(state)
+}

@@ -1,0 +1,63 @@
+//! The shop's bandeja configuration: the library's defaults, shop-friendly values set in
+//! code, then the `BANDEJA_*` environment variables on top (they win).
+
+use std::time::Duration;
+
+use bandeja::config::parse_duration;
+use bandeja::{Config, ConfigError};
+
+/// How much longer than the notification delay an inbox claim holds, so a slow but live
+/// handler is not taken over by another worker.
+const LEASE_MARGIN: Duration = Duration::from_secs(10);
+
+/// Parses `SHOP_NOTIFICATION_DELAY` / `--notification-delay`: `20s`, `500ms`, `PT20S`.
+pub fn parse_delay(text: &str) -> Result<Duration, String> {
+    parse_duration(text)
+}
+
+/// The shop's settings before the environment: workers start after 1 s and poll every
+/// second (commits wake them at once anyway). With a notification delay, the events
+/// inbox lease (`lock-at-most-for`) is the delay plus 10 s and the handler timeout at least
+/// that, so the slow handler is neither taken over nor cut while it waits.
+pub fn shop_defaults(notification_delay: Duration) -> Config {
+    let mut config = Config::default();
+    for group in [&mut config.events_outbox, &mut config.events_inbox] {
+        group.polling_initial_delay = Duration::from_secs(1);
+        group.polling_interval = Duration::from_secs(1);
+    }
+    if !notification_delay.is_zero() {
+        let inbox = &mut config.events_inbox;
+        inbox.lock_at_most_for = notification_delay.saturating_add(LEASE_MARGIN);
+        inbox.handler_timeout = inbox.handler_timeout.max(inbox.lock_at_most_for);
+    }
+    config
+}
+
+/// [`shop_defaults`] overlaid with the process's `BANDEJA_*` variables, then validated
+/// (`apply_process_env` ends with [`Config::validate`]): an unknown variable or a bad
+/// value is an error naming it.
+pub fn bandeja_config(notification_delay: Duration) -> Result<Config, ConfigError> {
+    shop_defaults(notification_delay).apply_process_env()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notification_delay_stretches_the_inbox_lease() {
+        let plain = shop_defaults(Duration::ZERO);
+        assert_eq!(
+            plain.events_inbox.lock_at_most_for,
+            Config::default().events_inbox.lock_at_most_for
+        );
+        assert_eq!(
+            plain.events_inbox.polling_initial_delay,
+            Duration::from_secs(1)
+        );
+        let slow = shop_defaults(Duration::from_secs(20));
+        assert_eq!(slow.events_inbox.lock_at_most_for, Duration::from_secs(30));
+        assert!(slow.events_inbox.handler_timeout >= Duration::from_secs(30));
+        assert!(slow.validate().is_ok());
+    }
+}
