@@ -272,15 +272,16 @@ async fn live<S: BenchDb>(
     result?;
     let mut latencies = store.latencies().await?;
     latencies.sort_unstable();
-    let pick = |q: f64| -> f64 {
-        let index = ((latencies.len() as f64 - 1.0) * q).round() as usize;
+    // Nearest-rank percentile over the sorted latencies, in milliseconds.
+    let pick = |percent: usize| -> f64 {
+        let index = (latencies.len().saturating_sub(1) * percent).div_ceil(100);
         latencies.get(index).copied().unwrap_or_default() as f64 / 1000.0
     };
     let report = serde_json::json!({
         "mode": "live", "store": format!("{:?}", args.store).to_lowercase(), "transport": "in-process",
         "processes": args.processes.max(1), "rate": args.rate, "messages": total,
         "achieved_rate": total as f64 / emit_seconds,
-        "p50_ms": pick(0.50), "p90_ms": pick(0.90), "p99_ms": pick(0.99), "max_ms": pick(1.0),
+        "p50_ms": pick(50), "p90_ms": pick(90), "p99_ms": pick(99), "max_ms": pick(100),
     });
     println!("{report}");
     Ok(())
