@@ -29,16 +29,29 @@ struct Task {
 
 impl Task {
     fn create(title: &str) -> Task {
-        let mut task = Task { id: None, title: title.to_owned(), events: RecordedEvents::default() };
+        let mut task = Task {
+            id: None,
+            title: title.to_owned(),
+            events: RecordedEvents::default(),
+        };
         task.events
-            .record(Event::inceptive("Task", TaskCreated { title: title.to_owned() }))
+            .record(Event::inceptive(
+                "Task",
+                TaskCreated {
+                    title: title.to_owned(),
+                },
+            ))
             .expect("serializable");
         task
     }
 }
 
 /// The persistence adapter: INSERT, hydrate, drain — one transaction, the caller's.
-async fn save(store: &SqliteStore, tx: &mut sqlx::SqliteConnection, task: &mut Task) -> bandeja::Result<()> {
+async fn save(
+    store: &SqliteStore,
+    tx: &mut sqlx::SqliteConnection,
+    task: &mut Task,
+) -> bandeja::Result<()> {
     let id: i64 = sqlx::query_scalar("INSERT INTO tasks (title) VALUES (?) RETURNING id")
         .bind(&task.title)
         .fetch_one(&mut *tx)
@@ -54,8 +67,15 @@ struct Seen(Arc<Mutex<Vec<(String, String)>>>);
 
 #[bandeja::async_trait]
 impl EventHandler<SqliteStore, TaskCreated> for Seen {
-    async fn handle(&self, _ctx: &mut HandlerContext<'_, SqliteStore>, event: Event<TaskCreated>) -> Result<(), HandlerError> {
-        self.0.lock().expect("lock").push((event.aggregate_id.unwrap_or_default(), event.payload.title));
+    async fn handle(
+        &self,
+        _ctx: &mut HandlerContext<'_, SqliteStore>,
+        event: Event<TaskCreated>,
+    ) -> Result<(), HandlerError> {
+        self.0
+            .lock()
+            .expect("lock")
+            .push((event.aggregate_id.unwrap_or_default(), event.payload.title));
         Ok(())
     }
 }
@@ -72,7 +92,9 @@ async fn commit_delivers_and_rollback_leaves_nothing() {
     let dir = std::env::temp_dir().join(format!("bandeja-agg-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).expect("dir");
     let _guard = TempDir(dir.clone());
-    let store = SqliteStore::connect(&format!("sqlite://{}", dir.join("app.db").display())).await.expect("open");
+    let store = SqliteStore::connect(&format!("sqlite://{}", dir.join("app.db").display()))
+        .await
+        .expect("open");
     store.migrate().await.expect("migrate");
     sqlx::query("CREATE TABLE tasks (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL)")
         .execute(store.pool())
@@ -85,7 +107,11 @@ async fn commit_delivers_and_rollback_leaves_nothing() {
         config.group_mut(group).polling_interval = Duration::from_millis(100);
     }
     let seen = Seen::default();
-    let bandeja = Bandeja::builder(store.clone()).config(config).on_event("audit", seen.clone()).build().expect("build");
+    let bandeja = Bandeja::builder(store.clone())
+        .config(config)
+        .on_event("audit", seen.clone())
+        .build()
+        .expect("build");
     let running = bandeja.start().await.expect("start");
 
     // Rolled back: neither the task nor its event exist, and nothing is ever delivered.
@@ -102,17 +128,35 @@ async fn commit_delivers_and_rollback_leaves_nothing() {
     tx.commit().await.expect("commit");
 
     let id = real.id.expect("id").to_string();
-    eventually(Duration::from_secs(10), || async { (!seen.0.lock().expect("lock").is_empty()).then_some(()) })
-        .await
-        .expect("delivered");
+    eventually(Duration::from_secs(10), || async {
+        (!seen.0.lock().expect("lock").is_empty()).then_some(())
+    })
+    .await
+    .expect("delivered");
     running.shutdown().await;
 
-    assert_eq!(*seen.0.lock().expect("lock"), vec![(id.clone(), "write the docs".to_owned())]);
+    assert_eq!(
+        *seen.0.lock().expect("lock"),
+        vec![(id.clone(), "write the docs".to_owned())]
+    );
     let outbox = store.rows(BoxKind::OutboxEvents).await.expect("rows");
-    assert_eq!(outbox.len(), 1, "the rolled-back event never reached the outbox");
-    assert_eq!(outbox[0].message.record.aggregate_id.as_deref(), Some(id.as_str()));
-    assert_eq!(outbox[0].message.record.partition_key.as_deref(), Some(id.as_str()));
+    assert_eq!(
+        outbox.len(),
+        1,
+        "the rolled-back event never reached the outbox"
+    );
+    assert_eq!(
+        outbox[0].message.record.aggregate_id.as_deref(),
+        Some(id.as_str())
+    );
+    assert_eq!(
+        outbox[0].message.record.partition_key.as_deref(),
+        Some(id.as_str())
+    );
     assert_eq!(outbox[0].message.status, MessageStatus::Completed);
-    let tasks: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks").fetch_one(store.pool()).await.expect("count");
+    let tasks: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks")
+        .fetch_one(store.pool())
+        .await
+        .expect("count");
     assert_eq!(tasks, 1);
 }

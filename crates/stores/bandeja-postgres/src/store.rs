@@ -231,7 +231,8 @@ impl Store for PgStore {
             .acquire()
             .await
             .map_err(|e| sqlx_error("acquire a connection", e))?;
-        resolve_on(self, &mut conn, box_kind, worker_id, outcomes).await
+        resolve_on(self, &mut conn, box_kind, worker_id, outcomes)
+            .await
             .map(|_| ())
     }
 

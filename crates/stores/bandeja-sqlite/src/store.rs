@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bandeja_core::store::{SavepointStep, 
-    ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, Resolution, RowView,
+use bandeja_core::store::{
+    ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, Resolution, RowView, SavepointStep,
 };
 use bandeja_core::wake::Wakers;
 use bandeja_core::{
@@ -332,7 +332,8 @@ impl Store for SqliteStore {
             .acquire()
             .await
             .map_err(|e| sqlx_error("acquire a connection", e))?;
-        resolve_on(self, &mut conn, box_kind, worker_id, outcomes).await
+        resolve_on(self, &mut conn, box_kind, worker_id, outcomes)
+            .await
             .map(|_| ())
     }
 
