@@ -320,7 +320,7 @@ impl<T> Command<T> {
 }
 
 /// Now, at the microsecond precision every store keeps.
-fn now_micros() -> DateTime<Utc> {
+pub(crate) fn now_micros() -> DateTime<Utc> {
     use chrono::SubsecRound;
     Utc::now().trunc_subsecs(6)
 }

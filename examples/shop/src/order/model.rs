@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use bandeja::{Event, MessageRecord, RecordedEvents};
+use bandeja::{MessageRecord, RecordedEvents};
 
 use super::command::{validate_customer, validate_lines, OrderError};
 use super::event::{ConfirmedLine, OrderConfirmed};
@@ -67,7 +67,7 @@ impl Order {
                 .and_then(|amount| sum.checked_add(amount))
                 .ok_or(OrderError::TotalTooLarge)
         })?;
-        Ok(Order {
+        let mut order = Order {
             id: None,
             customer: customer.to_owned(),
             status: OrderStatus::Confirmed,
@@ -75,7 +75,14 @@ impl Order {
             total,
             confirmed_at: now,
             events: RecordedEvents::default(),
-        })
+        };
+        // The fact happens now; its payload carries the order id, which the INSERT will
+        // generate: the drain hands it to this closure (the seed's inceptive event).
+        let snapshot = order.clone();
+        order.events.record_with(super::AGGREGATE_TYPE, move |id| {
+            snapshot.confirmed_event(id.parse().unwrap_or_default())
+        });
+        Ok(order)
     }
 
     /// An order read back from the database.
@@ -97,17 +104,9 @@ impl Order {
         }
     }
 
-    /// Called by the place-order use case once the `INSERT` gave the order its id: records the
-    /// inceptive [`OrderConfirmed`] event, whose aggregate id is filled in by the drain.
-    ///
-    /// The event is recorded here rather than in [`Order::confirm`] because its payload
-    /// carries the order id, which only exists after the insert (bandeja serializes a
-    /// payload when it is recorded).
-    pub(crate) fn stored_as(&mut self, id: i64) -> bandeja::Result<()> {
+    /// Called by the place-order use case once the `INSERT` gave the order its id.
+    pub(crate) fn stored_as(&mut self, id: i64) {
         self.id = Some(id);
-        let event = self.confirmed_event(id);
-        self.events
-            .record(Event::inceptive(super::AGGREGATE_TYPE, event))
     }
 
     /// Takes the recorded events, hydrated with the order id, for the outbox.
@@ -216,7 +215,7 @@ mod tests {
     #[test]
     fn the_stored_order_records_its_event_with_the_full_data() {
         let mut order = Order::confirm("alice", vec![line("MS-001", 3, 2990)], Utc::now()).unwrap();
-        order.stored_as(42).unwrap();
+        order.stored_as(42);
         let records = order.drain_events(42).unwrap();
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].aggregate_id.as_deref(), Some("42"));

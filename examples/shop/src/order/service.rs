@@ -53,7 +53,7 @@ pub async fn place_order<D: ShopDb>(
     for (line_no, line) in (1..).zip(order.lines()) {
         D::insert_line(&mut *tx, id, line_no, line).await?;
     }
-    order.stored_as(id)?;
+    order.stored_as(id);
     let events = order.drain_events(id)?;
     outbox.emit_records(&mut *tx, events).await?;
     D::commit_write(tx).await?;
