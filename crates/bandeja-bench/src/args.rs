@@ -67,6 +67,9 @@ pub(crate) struct Args {
     /// Distinct partition keys the messages are spread over.
     #[arg(long, default_value_t = 1000)]
     pub(crate) keys: u64,
+    /// How handlers are wrapped in transactions (`auto`: the store decides).
+    #[arg(long, default_value = "auto")]
+    pub(crate) handler_transaction: String,
     /// Internal: run only the workers until killed (used for `--processes`).
     #[arg(long, hide = true)]
     pub(crate) worker_only: bool,

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use bandeja::postgres::PgStore;
 use bandeja::sqlite::SqliteStore;
-use bandeja::{Bandeja, Config, Event, Group, MessageRecord, Running};
+use bandeja::{Bandeja, Config, Event, Group, HandlerTransaction, MessageRecord, Running};
 
 use crate::args::{Args, Mode, StoreKind};
 use crate::db::{BenchDb, BoxError, OutboxHandle};
@@ -57,20 +57,22 @@ pub(crate) async fn run(args: Args) -> Result<(), BoxError> {
     }
 }
 
-fn config(args: &Args) -> Config {
+fn config(args: &Args) -> Result<Config, BoxError> {
     let mut config = Config::default();
+    let handler_transaction: HandlerTransaction = args.handler_transaction.parse()?;
     for group in Group::ALL {
         let g = config.group_mut(group);
         g.polling_initial_delay = Duration::ZERO;
         g.polling_interval = Duration::from_secs(1);
         g.batch_size = args.batch_size;
+        g.handler_transaction = handler_transaction;
     }
-    config
+    Ok(config)
 }
 
 async fn start_workers<S: BenchDb>(store: &S, args: &Args) -> Result<Running, BoxError> {
     let bandeja = Bandeja::builder(store.clone())
-        .config(config(args))
+        .config(config(args)?)
         .handler_concurrency(args.concurrency)
         .on_event::<BenchPing, _>("bench", Effect(store.clone(), PhantomData))
         .build()?;
@@ -98,6 +100,7 @@ fn spawn_children(args: &Args, url: &str, schema: Option<&str>) -> Result<Childr
             .args(["--database-url", url])
             .args(["--batch-size", &args.batch_size.to_string()])
             .args(["--concurrency", &args.concurrency.to_string()])
+            .args(["--handler-transaction", &args.handler_transaction])
             .kill_on_drop(true);
         if let Some(schema) = schema {
             command.args(["--schema", schema]);

@@ -204,6 +204,13 @@ pub trait Store: Clone + Send + Sync + 'static {
         false
     }
 
+    /// Whether the database lets one writer at a time (SQLite): the batched handler path
+    /// then runs a batch as one transaction instead of several concurrent ones, which
+    /// would only wait for each other's locks. Default `false`.
+    fn single_writer(&self) -> bool {
+        false
+    }
+
     /// Applies outcomes to claimed rows of a box in one statement or transaction.
     async fn resolve(
         &self,

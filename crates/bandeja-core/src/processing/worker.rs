@@ -38,7 +38,8 @@ pub(crate) async fn cycle<S: Store>(
     };
     let failures: Vec<Outcome> = if batched {
         // Split over the handler concurrency: each chunk is one transaction.
-        let chunks = shared.handler_concurrency.min(claimed.len()).max(1);
+        let writers = if shared.store.single_writer() { 1 } else { shared.handler_concurrency };
+        let chunks = writers.min(claimed.len()).max(1);
         let size = claimed.len().div_ceil(chunks);
         let runs: Vec<_> = claimed
             .chunks(size)

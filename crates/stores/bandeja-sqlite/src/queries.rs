@@ -95,47 +95,38 @@ impl BoxQueries {
     }
 }
 
-/// Inserts into an outbox: 16 parameters per row, `rows` rows.
-pub(crate) fn insert_outbox(table: &str, rows: usize) -> String {
-    let mut sql = format!(
-        "INSERT INTO {table} (id, tenant_id, message_type, schema_version, partition_key, aggregate_type, \
-         aggregate_id, payload, headers, source_tenant_id, target_tenant_id, target_service, occurred_at, \
-         next_attempt_at, created_at, last_modified_at) VALUES "
-    );
-    for row in 0..rows {
-        if row > 0 {
-            sql.push_str(", ");
-        }
-        let b = row * 13;
-        sql.push('(');
-        for col in 1..=13 {
-            sql.push_str(&format!("?{}, ", b + col));
-        }
-        sql.push_str(&format!("{NOW}, {NOW}, {NOW})"));
-    }
-    sql
+/// The message columns of a JSON batch element (`?1` is a JSON array of objects built by
+/// `store::rows_json`). One parameter per statement: SQLite binds by looking parameter names
+/// up one by one, so thousands of `?NNN` per statement cost quadratic time.
+const FROM_JSON: &str = "json_extract(value, '$.id'), json_extract(value, '$.tenant_id'), \
+     json_extract(value, '$.message_type'), json_extract(value, '$.schema_version'), \
+     json_extract(value, '$.partition_key'), json_extract(value, '$.aggregate_type'), \
+     json_extract(value, '$.aggregate_id'), json_extract(value, '$.payload'), \
+     json_extract(value, '$.headers'), json_extract(value, '$.source_tenant_id'), \
+     json_extract(value, '$.target_tenant_id'), json_extract(value, '$.target_service'), \
+     json_extract(value, '$.occurred_at')";
+
+const MESSAGE_COLUMNS: &str = "id, tenant_id, message_type, schema_version, partition_key, aggregate_type, \
+     aggregate_id, payload, headers, source_tenant_id, target_tenant_id, target_service, occurred_at";
+
+/// Inserts a JSON array of messages (`?1`) into an outbox, in array order.
+pub(crate) fn insert_outbox(table: &str) -> String {
+    format!(
+        "INSERT INTO {table} ({MESSAGE_COLUMNS}, next_attempt_at, created_at, last_modified_at) \
+         SELECT {FROM_JSON}, {NOW}, {NOW}, {NOW} FROM json_each(?1) ORDER BY key"
+    )
 }
 
-/// Inserts into an inbox with dedup: 14 parameters per row.
-pub(crate) fn insert_inbox(table: &str, rows: usize) -> String {
-    let mut sql = format!(
-        "INSERT INTO {table} (id, subscriber, tenant_id, message_type, schema_version, partition_key, \
-         aggregate_type, aggregate_id, payload, headers, source_tenant_id, target_tenant_id, target_service, \
-         occurred_at, next_attempt_at, created_at, last_modified_at, received_at) VALUES "
-    );
-    for row in 0..rows {
-        if row > 0 {
-            sql.push_str(", ");
-        }
-        let b = row * 14;
-        sql.push('(');
-        for col in 1..=14 {
-            sql.push_str(&format!("?{}, ", b + col));
-        }
-        sql.push_str(&format!("{NOW}, {NOW}, {NOW}, {NOW})"));
-    }
-    sql.push_str(
-        " ON CONFLICT (id, subscriber) DO UPDATE SET delivery_count = delivery_count + 1 RETURNING delivery_count",
-    );
-    sql
+/// Inserts a JSON array of messages with their subscriber (`?1`) into an inbox, with dedup:
+/// an existing `(id, subscriber)` only counts one more delivery. Returns `delivery_count`
+/// per row (1: inserted).
+pub(crate) fn insert_inbox(table: &str) -> String {
+    format!(
+        "INSERT INTO {table} ({MESSAGE_COLUMNS}, subscriber, next_attempt_at, created_at, last_modified_at, \
+         received_at) \
+         SELECT {FROM_JSON}, json_extract(value, '$.subscriber'), {NOW}, {NOW}, {NOW}, {NOW} \
+         FROM json_each(?1) WHERE true ORDER BY key \
+         ON CONFLICT (id, subscriber) DO UPDATE SET delivery_count = delivery_count + 1 \
+         RETURNING delivery_count"
+    )
 }

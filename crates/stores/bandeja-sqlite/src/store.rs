@@ -11,68 +11,37 @@ use bandeja_core::wake::Wakers;
 use bandeja_core::{
     BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage,
 };
-use sqlx::sqlite::{Sqlite, SqliteArguments, SqliteConnection};
-use sqlx::{Arguments, Row, Transaction};
+use sqlx::sqlite::{Sqlite, SqliteConnection};
+use sqlx::{Row, Transaction};
 
 use crate::decode::{format_time, row_view};
 use crate::queries::{insert_inbox, insert_outbox};
 use crate::{sqlx_error, SqliteStore, MIGRATOR};
 
-/// Rows per multi-row INSERT (SQLite allows 32766 parameters per statement).
-const INSERT_CHUNK: usize = 500;
 
-fn arg_err(e: sqlx::error::BoxDynError) -> StoreError {
-    StoreError::new(
-        bandeja_core::StoreErrorKind::Permanent,
-        "bind parameters",
-        e,
-    )
+fn encode_err(e: serde_json::Error) -> StoreError {
+    StoreError::new(bandeja_core::StoreErrorKind::Permanent, "encode a batch", e)
 }
 
-fn opt_str<T: ToString>(v: Option<&T>) -> Option<String> {
-    v.map(ToString::to_string)
-}
-
-fn headers_json(record: &MessageRecord) -> Result<String, StoreError> {
-    serde_json::to_string(&record.headers).map_err(|e| {
-        StoreError::new(
-            bandeja_core::StoreErrorKind::Permanent,
-            "serialize headers",
-            e,
-        )
-    })
-}
-
-fn bind_message(
-    args: &mut SqliteArguments<'_>,
-    record: &MessageRecord,
-    subscriber: Option<&str>,
-) -> Result<(), StoreError> {
-    args.add(record.id.to_string()).map_err(arg_err)?;
-    if let Some(subscriber) = subscriber {
-        args.add(subscriber.to_owned()).map_err(arg_err)?;
-    }
-    let tenant = if subscriber.is_some() {
-        record.inbox_tenant()
-    } else {
-        &record.tenant_id
-    };
-    args.add(tenant.to_string()).map_err(arg_err)?;
-    args.add(record.message_type.clone()).map_err(arg_err)?;
-    args.add(i64::from(record.schema_version))
-        .map_err(arg_err)?;
-    args.add(record.partition_key.clone()).map_err(arg_err)?;
-    args.add(record.aggregate_type.clone()).map_err(arg_err)?;
-    args.add(record.aggregate_id.clone()).map_err(arg_err)?;
-    args.add(record.payload.clone()).map_err(arg_err)?;
-    args.add(headers_json(record)?).map_err(arg_err)?;
-    args.add(opt_str(record.source_tenant_id.as_ref()))
-        .map_err(arg_err)?;
-    args.add(opt_str(record.target_tenant_id.as_ref()))
-        .map_err(arg_err)?;
-    args.add(record.target_service.clone()).map_err(arg_err)?;
-    args.add(format_time(record.occurred_at)).map_err(arg_err)?;
-    Ok(())
+/// The JSON element of one message row (what `queries::FROM_JSON` reads).
+fn row_json(record: &MessageRecord, subscriber: Option<&str>) -> Result<serde_json::Value, StoreError> {
+    let tenant = if subscriber.is_some() { record.inbox_tenant() } else { &record.tenant_id };
+    Ok(serde_json::json!({
+        "id": record.id.to_string(),
+        "subscriber": subscriber,
+        "tenant_id": tenant.as_str(),
+        "message_type": record.message_type,
+        "schema_version": record.schema_version,
+        "partition_key": record.partition_key,
+        "aggregate_type": record.aggregate_type,
+        "aggregate_id": record.aggregate_id,
+        "payload": record.payload,
+        "headers": serde_json::to_string(&record.headers).map_err(encode_err)?,
+        "source_tenant_id": record.source_tenant_id.as_ref().map(|t| t.as_str()),
+        "target_tenant_id": record.target_tenant_id.as_ref().map(|t| t.as_str()),
+        "target_service": record.target_service,
+        "occurred_at": format_time(record.occurred_at),
+    }))
 }
 
 async fn insert_inbox_rows(
@@ -80,27 +49,24 @@ async fn insert_inbox_rows(
     kind: MessageKind,
     deliveries: &[Delivery<'_>],
 ) -> Result<ReceiveReport, StoreError> {
-    let rows: Vec<(&MessageRecord, &str)> = deliveries
+    let rows = deliveries
         .iter()
-        .flat_map(|d| d.subscribers.iter().map(move |s| (d.record, s.as_str())))
-        .collect();
+        .flat_map(|d| d.subscribers.iter().map(move |s| row_json(d.record, Some(s))))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut report = ReceiveReport::default();
-    for chunk in rows.chunks(INSERT_CHUNK) {
-        let mut args = SqliteArguments::default();
-        for (record, subscriber) in chunk {
-            bind_message(&mut args, record, Some(subscriber))?;
-        }
-        let sql = insert_inbox(kind.inbox().table(), chunk.len());
-        let counts = sqlx::query_scalar_with::<_, i64, _>(&sql, args)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(|e| sqlx_error("insert into the inbox", e))?;
-        for count in counts {
-            if count == 1 {
-                report.inserted += 1;
-            } else {
-                report.duplicates += 1;
-            }
+    if rows.is_empty() {
+        return Ok(report);
+    }
+    let counts = sqlx::query_scalar::<_, i64>(&insert_inbox(kind.inbox().table()))
+        .bind(serde_json::Value::Array(rows).to_string())
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(|e| sqlx_error("insert into the inbox", e))?;
+    for count in counts {
+        if count == 1 {
+            report.inserted += 1;
+        } else {
+            report.duplicates += 1;
         }
     }
     Ok(report)
@@ -197,16 +163,15 @@ impl Store for SqliteStore {
                 }
                 true
             });
-        for chunk in records.chunks(INSERT_CHUNK) {
-            let mut args = SqliteArguments::default();
-            for record in chunk {
-                bind_message(&mut args, record, None)?;
-            }
-            sqlx::query_with(&insert_outbox(box_kind.table(), chunk.len()), args)
-                .execute(&mut *conn)
-                .await
-                .map_err(|e| sqlx_error("insert into the outbox", e))?;
-        }
+        let rows = records
+            .iter()
+            .map(|record| row_json(record, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        sqlx::query(&insert_outbox(box_kind.table()))
+            .bind(serde_json::Value::Array(rows).to_string())
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| sqlx_error("insert into the outbox", e))?;
         Ok(())
     }
 
@@ -353,6 +318,10 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| sqlx_error("savepoint", e))?;
         Ok(())
+    }
+
+    fn single_writer(&self) -> bool {
+        true
     }
 
     fn is_transient(&self, error: &(dyn std::error::Error + 'static)) -> bool {

@@ -1,0 +1,133 @@
+//! `scale-worker`: one process running bandeja's workers against a PostgreSQL schema until
+//! it is killed, or until SIGTERM / Ctrl-C, which shut it down gracefully.
+//!
+//! ```text
+//! scale-worker --database-url postgres://postgres@127.0.0.1/test --schema s1 \
+//!     [--fail-rate 0.1] [--lease 5] [--worker-id w1]
+//! ```
+//!
+//! The schema must already be migrated and hold the test's tables
+//! ([`bandeja_scale_tests::create_tables`]). Two subscribers, `alpha` and `beta`, handle
+//! [`Tick`] with [`EffectWriter`]. The process prints `ready` on stdout once its workers
+//! run. Logs go to stderr, filtered by `BANDEJA_LOG` (default `error`).
+
+use std::error::Error;
+use std::io::Write;
+use std::time::Duration;
+
+use bandeja::postgres::PgStore;
+use bandeja::Bandeja;
+use bandeja_scale_tests::{worker_config, EffectWriter, Tick, SUBSCRIBERS};
+use clap::Parser;
+use tokio::signal::unix::{signal, SignalKind};
+
+/// Command-line arguments.
+#[derive(Debug, Parser)]
+#[command(name = "scale-worker", about = "Runs bandeja workers until killed")]
+struct Args {
+    /// PostgreSQL URL.
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    /// Schema holding the boxes and the test tables.
+    #[arg(long)]
+    schema: String,
+    /// Probability (0..=1) that a handler attempt fails retriably before doing anything.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    fail_rate: f64,
+    /// `lock-at-most-for` of events.inbox and events.outbox, in seconds.
+    #[arg(long, default_value = "5", value_parser = parse_lease)]
+    lease: Duration,
+    /// The worker id written to `locked_by` (default: `scale-<pid>-<random>`).
+    #[arg(long)]
+    worker_id: Option<String>,
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let rate: f64 = s.parse().map_err(|e| format!("not a number: {e}"))?;
+    if (0.0..=1.0).contains(&rate) {
+        Ok(rate)
+    } else {
+        Err("must be between 0 and 1".to_owned())
+    }
+}
+
+fn parse_lease(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s.parse().map_err(|e| format!("not a number: {e}"))?;
+    match Duration::try_from_secs_f64(secs) {
+        Ok(lease) if !lease.is_zero() => Ok(lease),
+        _ => Err("must be a positive number of seconds".to_owned()),
+    }
+}
+
+async fn run(args: Args) -> Result<(), Box<dyn Error>> {
+    let worker_id = args
+        .worker_id
+        .unwrap_or_else(|| format!("scale-{}-{:04x}", std::process::id(), rand::random::<u16>()));
+    let store = PgStore::connect_with_schema(&args.database_url, &args.schema).await?;
+    let writer = EffectWriter::new(&store, worker_id.clone(), args.fail_rate);
+    let [first, second] = SUBSCRIBERS;
+    let bandeja = Bandeja::builder(store)
+        .config(worker_config(args.lease))
+        .worker_id(worker_id.clone())
+        .on_event::<Tick, _>(first, writer.clone())
+        .on_event::<Tick, _>(second, writer)
+        .build()?;
+    // Listen before announcing readiness, so a SIGTERM right after `ready` is graceful.
+    let mut terminate = signal(SignalKind::terminate())?;
+    let running = bandeja.start().await?;
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "ready")?;
+        stdout.flush()?;
+    }
+    tokio::select! {
+        _ = terminate.recv() => {}
+        result = tokio::signal::ctrl_c() => result?,
+    }
+    running.shutdown().await;
+    eprintln!("scale-worker {worker_id}: stopped gracefully");
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("BANDEJA_LOG")
+                .unwrap_or_else(|_| "error".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    if let Err(error) = run(args).await {
+        eprintln!("scale-worker: {error}");
+        std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_parse_and_are_checked() {
+        let args = Args::try_parse_from([
+            "scale-worker",
+            "--database-url",
+            "postgres://x",
+            "--schema",
+            "s",
+            "--fail-rate",
+            "0.1",
+            "--lease",
+            "2.5",
+        ])
+        .expect("valid flags");
+        assert_eq!(args.lease, Duration::from_millis(2500));
+        assert!((args.fail_rate - 0.1).abs() < f64::EPSILON);
+        assert!(parse_rate("1.5").is_err());
+        assert!(parse_lease("0").is_err());
+        assert!(parse_lease("-1").is_err());
+        assert_eq!(parse_lease("5"), Ok(Duration::from_secs(5)));
+    }
+}

@@ -1,0 +1,207 @@
+//! # bandeja-scale-tests
+//!
+//! Multi-process integration tests of bandeja on PostgreSQL (contract points 4, 5 and 7 of
+//! the design: exactly-once effect for database work, per-key order, many instances on one
+//! database with lease takeover after a crash).
+//!
+//! The package holds:
+//! - the `scale-worker` binary: one process running bandeja workers against a schema until
+//!   it is killed (or, gracefully, until SIGTERM);
+//! - this library, shared by the binary and the tests: the test event ([`Tick`]), the
+//!   effect tables ([`create_tables`]), the handler that writes effects and detects double
+//!   application ([`EffectWriter`]), and the worker configuration ([`worker_config`]);
+//! - the tests in `tests/`, which start several `scale-worker` processes, kill one, and
+//!   check the outcome from the database alone.
+//!
+//! Tests use `DATABASE_URL`, or `postgres://postgres@127.0.0.1:5432/test`.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bandeja::postgres::PgStore;
+use bandeja::{Config, Event, EventHandler, HandlerContext, HandlerError, Payload};
+use sqlx::PgPool;
+
+/// The two subscribers of [`Tick`]: each gets its own inbox row, hence its own effect row.
+pub const SUBSCRIBERS: [&str; 2] = ["alpha", "beta"];
+
+/// The test event: `n` numbers the emissions (increasing in emission order).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tick {
+    /// Emission number.
+    pub n: u64,
+}
+
+impl Payload for Tick {
+    const TYPE: &'static str = "scale.Tick";
+}
+
+/// The DDL of the test's own tables in `schema` (a plain identifier, as `PgStore` requires):
+/// `effects`, one row per applied `(message, subscriber)` with `seq` giving the order of
+/// application, and `violations`, one row per detected second application.
+#[must_use]
+pub fn tables_ddl(schema: &str) -> [String; 2] {
+    [
+        format!(
+            "CREATE TABLE IF NOT EXISTS \"{schema}\".effects ( \
+               seq BIGSERIAL NOT NULL, \
+               message_id UUID NOT NULL, \
+               subscriber TEXT NOT NULL, \
+               partition_key TEXT NOT NULL, \
+               n BIGINT NOT NULL, \
+               worker TEXT NOT NULL, \
+               PRIMARY KEY (message_id, subscriber))"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS \"{schema}\".violations ( \
+               id BIGSERIAL PRIMARY KEY, \
+               message_id UUID NOT NULL, \
+               subscriber TEXT NOT NULL, \
+               worker TEXT NOT NULL, \
+               recorded_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())"
+        ),
+    ]
+}
+
+/// Creates the `effects` and `violations` tables in `schema` (see [`tables_ddl`]).
+pub async fn create_tables(pool: &PgPool, schema: &str) -> Result<(), sqlx::Error> {
+    for ddl in tables_ddl(schema) {
+        sqlx::query(&ddl).execute(pool).await?;
+    }
+    Ok(())
+}
+
+/// The configuration of a scale worker: the defaults, then for every group no initial
+/// delay, a poll every 200 ms, 1000 retries (random failures never exhaust them) with a
+/// backoff of 10 ms to 100 ms and a jitter of 0.2; `events.inbox` and `events.outbox` hold
+/// their claims for `lease` (`lock-at-most-for`; `lock-at-least-for` is lowered to it when
+/// larger, as validation requires).
+#[must_use]
+pub fn worker_config(lease: Duration) -> Config {
+    let mut config = Config::default();
+    for group in bandeja::Group::ALL {
+        let g = config.group_mut(group);
+        g.polling_initial_delay = Duration::ZERO;
+        g.polling_interval = Duration::from_millis(200);
+        g.max_retries = 1000;
+        g.retry_backoff_initial = Duration::from_millis(10);
+        g.retry_backoff_max = Duration::from_millis(100);
+        g.retry_jitter = 0.2;
+    }
+    for g in [&mut config.events_inbox, &mut config.events_outbox] {
+        g.lock_at_most_for = lease;
+        g.lock_at_least_for = g.lock_at_least_for.min(lease);
+    }
+    config
+}
+
+/// The handler of both subscribers. In the handler's transaction it inserts the effect
+/// row of `(message, subscriber)`; if that row already exists (the message was applied
+/// before: an exactly-once violation) it records a violation through a separate pooled
+/// connection, which commits whatever becomes of the handler's transaction, and still
+/// succeeds. With probability `fail_rate` an attempt fails (retriably) before doing
+/// anything.
+#[derive(Clone)]
+pub struct EffectWriter {
+    pool: PgPool,
+    worker: String,
+    fail_rate: f64,
+    insert_effect: String,
+    insert_violation: String,
+}
+
+impl EffectWriter {
+    /// A writer into the tables of `store`'s schema, labelling rows with `worker`.
+    #[must_use]
+    pub fn new(store: &PgStore, worker: impl Into<String>, fail_rate: f64) -> Self {
+        let schema = store.schema();
+        EffectWriter {
+            pool: store.pool().clone(),
+            worker: worker.into(),
+            fail_rate,
+            insert_effect: format!(
+                "INSERT INTO \"{schema}\".effects (message_id, subscriber, partition_key, n, worker) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING seq"
+            ),
+            insert_violation: format!(
+                "INSERT INTO \"{schema}\".violations (message_id, subscriber, worker) \
+                 VALUES ($1, $2, $3)"
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl EventHandler<PgStore, Tick> for EffectWriter {
+    async fn handle(
+        &self,
+        ctx: &mut HandlerContext<'_, PgStore>,
+        event: Event<Tick>,
+    ) -> Result<(), HandlerError> {
+        if self.fail_rate > 0.0 && rand::random::<f64>() < self.fail_rate {
+            return Err(HandlerError::retriable("injected failure (--fail-rate)"));
+        }
+        let subscriber = ctx.subscriber().to_owned();
+        let key = event
+            .partition_key
+            .clone()
+            .or_else(|| event.aggregate_id.clone())
+            .unwrap_or_default();
+        let n = i64::try_from(event.payload.n).map_err(HandlerError::permanent)?;
+        let seq: Option<i64> = sqlx::query_scalar(&self.insert_effect)
+            .bind(event.id.0)
+            .bind(&subscriber)
+            .bind(&key)
+            .bind(n)
+            .bind(&self.worker)
+            .fetch_optional(ctx.conn())
+            .await?;
+        if seq.is_none() {
+            // Recorded outside the handler's transaction, so it stays whatever happens to
+            // it. If it cannot be recorded, the attempt fails and the retry records it.
+            sqlx::query(&self.insert_violation)
+                .bind(event.id.0)
+                .bind(&subscriber)
+                .bind(&self.worker)
+                .execute(&self.pool)
+                .await
+                .map_err(|e| {
+                    HandlerError::retriable(format!("could not record a violation: {e}"))
+                })?;
+            eprintln!(
+                "scale-worker {}: VIOLATION: message {} applied again for {subscriber}",
+                self.worker, event.id.0
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_is_valid_and_applies_the_lease() {
+        let config = worker_config(Duration::from_secs(5));
+        assert!(config.validate().is_ok());
+        assert_eq!(config.events_inbox.lock_at_most_for, Duration::from_secs(5));
+        assert_eq!(
+            config.events_outbox.lock_at_most_for,
+            Duration::from_secs(5)
+        );
+        assert_eq!(config.events_inbox.max_retries, 1000);
+        let short = worker_config(Duration::from_millis(500));
+        assert!(
+            short.validate().is_ok(),
+            "lock-at-least-for follows a short lease"
+        );
+    }
+
+    #[test]
+    fn ddl_is_schema_qualified() {
+        for ddl in tables_ddl("s1") {
+            assert!(ddl.contains("\"s1\"."), "{ddl}");
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! Shared by the scale tests: a fresh schema per test (migrated, with the effect tables),
+//! dropped by a guard even when the test fails; emission in batches; `scale-worker` child
+//! processes killed when dropped; small queries.
+//!
+//! Uses `DATABASE_URL`, or `postgres://postgres@127.0.0.1:5432/test`. When PostgreSQL is
+//! unreachable the tests fail if `CI=true`, and are skipped (after a notice) otherwise.
+
+// Each test crate uses a part of this module.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use bandeja::postgres::PgStore;
+use bandeja::testing::eventually;
+use bandeja::{Event, MessageRecord, Store};
+use bandeja_scale_tests::Tick;
+use sqlx::{Connection, PgConnection, PgPool};
+
+/// How to start the local cluster.
+const START_HINT: &str = "start it with `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` or set DATABASE_URL";
+
+/// Emission batch: events per transaction.
+pub(crate) const EMIT_BATCH: usize = 1_000;
+
+/// The database the tests use.
+pub(crate) fn database_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Drops its schema (`DROP SCHEMA … CASCADE`) when dropped, on a thread of its own with
+/// its own runtime, so it works inside a Tokio test and also when the test panics.
+pub(crate) struct SchemaGuard {
+    url: String,
+    schema: String,
+}
+
+impl Drop for SchemaGuard {
+    fn drop(&mut self) {
+        let url = self.url.clone();
+        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema);
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            runtime.block_on(async {
+                let mut conn = PgConnection::connect(&url)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                sqlx::query(&sql)
+                    .execute(&mut conn)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                conn.close().await.map_err(|e| e.to_string())
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: could not drop test schema {}: {dropped:?}",
+                self.schema
+            );
+        }
+    }
+}
+
+/// A test's database: the store (for emission and inspection) in a fresh schema.
+pub(crate) struct Fresh {
+    /// The store on the test's schema.
+    pub(crate) store: PgStore,
+    /// Drops the schema. Declared after `store`, so the store's pool closes first.
+    pub(crate) guard: SchemaGuard,
+}
+
+impl Fresh {
+    /// The test's schema.
+    pub(crate) fn schema(&self) -> &str {
+        &self.guard.schema
+    }
+
+    /// The store's pool.
+    pub(crate) fn pool(&self) -> &PgPool {
+        self.store.pool()
+    }
+
+    /// `template` with every `{s}` replaced by the quoted schema name.
+    pub(crate) fn sql(&self, template: &str) -> String {
+        template.replace("{s}", &format!("\"{}\"", self.schema()))
+    }
+
+    /// The single value of the query `template` (see [`Fresh::sql`]).
+    pub(crate) async fn scalar<T>(&self, template: &str) -> T
+    where
+        T: Send + Unpin + for<'r> sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+    {
+        let sql = self.sql(template);
+        sqlx::query_scalar(&sql)
+            .fetch_one(self.pool())
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// `SELECT count(*) FROM {s}.<from_where>` (`from_where` may use `{s}` too).
+    pub(crate) async fn count(&self, from_where: &str) -> i64 {
+        self.scalar(&format!("SELECT count(*) FROM {{s}}.{from_where}"))
+            .await
+    }
+
+    /// Waits (never longer than `timeout`) until `from_where` counts at least `target`
+    /// rows; panics with the last count and the boxes' status counts otherwise.
+    pub(crate) async fn wait_count(&self, from_where: &str, target: i64, timeout: Duration) {
+        let reached = eventually(timeout, || async {
+            (self.count(from_where).await >= target).then_some(())
+        })
+        .await;
+        if let Err(error) = reached {
+            let last = self.count(from_where).await;
+            panic!(
+                "{from_where}: {last} rows, expected {target} ({error}); boxes: {}",
+                self.status_summary().await
+            );
+        }
+    }
+
+    /// Status counts of both event boxes, for failure messages.
+    pub(crate) async fn status_summary(&self) -> String {
+        let sql = self.sql(
+            "SELECT 'outbox ' || status || '=' || count(*) FROM {s}.outbox_events GROUP BY status \
+             UNION ALL SELECT 'inbox ' || status || '=' || count(*) FROM {s}.inbox_events GROUP BY status",
+        );
+        let parts: Vec<String> = sqlx::query_scalar(&sql)
+            .fetch_all(self.pool())
+            .await
+            .unwrap_or_default();
+        parts.join(", ")
+    }
+
+    /// Emits one [`Tick`] per `(key, n)`, [`EMIT_BATCH`] per transaction, through the
+    /// outbox API an application uses.
+    pub(crate) async fn emit(&self, ticks: &[(String, u64)]) {
+        let outbox = self.store.outbox();
+        for batch in ticks.chunks(EMIT_BATCH) {
+            let records: Vec<MessageRecord> = batch
+                .iter()
+                .map(|(key, n)| {
+                    MessageRecord::from_event(&Event::new("Scale", key.clone(), Tick { n: *n }))
+                        .expect("valid event")
+                })
+                .collect();
+            let mut tx = self.store.begin().await.expect("begin");
+            outbox.emit_records(&mut *tx, records).await.expect("emit");
+            self.store.commit(tx).await.expect("commit");
+        }
+    }
+}
+
+/// A fresh schema `scale_<random hex>`, migrated, with the effect tables; `None` (after a
+/// notice) when PostgreSQL is unreachable outside CI. Panics in CI.
+pub(crate) async fn try_fresh() -> Option<Fresh> {
+    let url = database_url();
+    let error =
+        match tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(&url)).await {
+            Ok(Ok(conn)) => {
+                let _ = conn.close().await;
+                None
+            }
+            Ok(Err(error)) => Some(error.to_string()),
+            Err(_) => Some("timed out".to_owned()),
+        };
+    if let Some(error) = error {
+        if in_ci() {
+            panic!("PostgreSQL is unreachable at {url} ({error}): {START_HINT}");
+        }
+        let _ = writeln!(
+            std::io::stderr(),
+            "notice: PostgreSQL is unreachable at {url} ({error}); skipping this scale test: {START_HINT}"
+        );
+        return None;
+    }
+    let schema = format!("scale_{}", uuid::Uuid::new_v4().simple());
+    let guard = SchemaGuard {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let store = PgStore::connect_with_schema(&url, &schema)
+        .await
+        .expect("connect");
+    store.migrate().await.expect("migrate");
+    bandeja_scale_tests::create_tables(store.pool(), &schema)
+        .await
+        .expect("create the effect tables");
+    Some(Fresh { store, guard })
+}
+
+/// A running `scale-worker` process, SIGKILLed (and reaped) when dropped.
+pub(crate) struct Worker {
+    child: Child,
+    /// Its `--worker-id`.
+    pub(crate) id: String,
+}
+
+impl Worker {
+    /// Starts `scale-worker` on `schema` and waits until it prints `ready`.
+    pub(crate) async fn start(schema: &str, id: &str, fail_rate: f64, lease_secs: u32) -> Worker {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_scale-worker"))
+            .args(["--database-url", &database_url(), "--schema", schema])
+            .args(["--worker-id", id])
+            .args(["--fail-rate", &fail_rate.to_string()])
+            .args(["--lease", &lease_secs.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn scale-worker");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let worker = Worker {
+            child,
+            id: id.to_owned(),
+        };
+        let first_line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line).map(|_| line)
+        });
+        match tokio::time::timeout(Duration::from_secs(30), first_line).await {
+            Ok(Ok(Ok(line))) if line.trim() == "ready" => worker,
+            other => panic!("scale-worker {id} did not become ready: {other:?}"),
+        }
+    }
+
+    /// SIGKILL, then reap: no graceful anything, like a crash.
+    pub(crate) fn kill(&mut self) {
+        self.child.kill().expect("kill");
+        self.child.wait().expect("reap");
+    }
+
+    /// SIGTERM, then waits (at most `timeout`) for the process to exit.
+    pub(crate) async fn terminate(&mut self, timeout: Duration) -> ExitStatus {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill -TERM");
+        assert!(sent.success(), "kill -TERM {} failed", self.id);
+        let child = &mut self.child;
+        eventually(timeout, || {
+            let exited = child.try_wait().ok().flatten();
+            async move { exited }
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{} did not stop after SIGTERM: {e}", self.id))
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Stops every worker with SIGTERM and checks each stopped gracefully (exit status 0).
+pub(crate) async fn terminate_all(workers: &mut [Worker]) {
+    let started = Instant::now();
+    for worker in workers.iter_mut() {
+        let status = worker.terminate(Duration::from_secs(30)).await;
+        assert!(status.success(), "{} exited with {status}", worker.id);
+    }
+    eprintln!(
+        "graceful shutdown of {} workers: {:?}",
+        workers.len(),
+        started.elapsed()
+    );
+}
