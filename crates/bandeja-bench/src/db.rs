@@ -1,5 +1,5 @@
-//! The benchmark's own table (`bench_effects`: one row per handled message and subscriber,
-//! with its commit→handled latency) on each store.
+//! The benchmark's own table (`bench_effects`: one row per handled message, with its
+//! commit→handled latency) on each store.
 
 use async_trait::async_trait;
 use bandeja::postgres::PgStore;
@@ -16,12 +16,11 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub(crate) trait BenchDb: Store + Inspect {
     /// Creates `bench_effects` if missing.
     async fn create_effects(&self) -> Result<(), BoxError>;
-    /// The handler's write, inside its transaction.
-    async fn record_effect(
+    /// The handler's write, inside its transaction: one row per event, one statement.
+    async fn record_effects(
         &self,
         conn: &mut Self::Conn,
-        id: Uuid,
-        latency_us: i64,
+        rows: &[(Uuid, i64)],
     ) -> Result<(), sqlx::Error>;
     /// How many messages have been handled.
     async fn effects(&self) -> Result<i64, BoxError>;
@@ -29,7 +28,8 @@ pub(crate) trait BenchDb: Store + Inspect {
     async fn latencies(&self) -> Result<Vec<i64>, BoxError>;
 }
 
-const CREATE: &str = "CREATE TABLE IF NOT EXISTS bench_effects (message_id TEXT PRIMARY KEY, latency_us BIGINT NOT NULL)";
+const CREATE: &str = "CREATE TABLE IF NOT EXISTS bench_effects \
+     (message_id TEXT PRIMARY KEY, latency_us BIGINT NOT NULL)";
 
 #[async_trait]
 impl BenchDb for SqliteStore {
@@ -38,17 +38,22 @@ impl BenchDb for SqliteStore {
         Ok(())
     }
 
-    async fn record_effect(
+    async fn record_effects(
         &self,
         conn: &mut Self::Conn,
-        id: Uuid,
-        latency_us: i64,
+        rows: &[(Uuid, i64)],
     ) -> Result<(), sqlx::Error> {
-        sqlx::query("INSERT INTO bench_effects (message_id, latency_us) VALUES ($1, $2)")
-            .bind(id.to_string())
-            .bind(latency_us)
-            .execute(conn)
-            .await?;
+        let json: Vec<_> = rows
+            .iter()
+            .map(|(id, latency)| serde_json::json!([id.to_string(), latency]))
+            .collect();
+        sqlx::query(
+            "INSERT INTO bench_effects (message_id, latency_us) \
+             SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each($1)",
+        )
+        .bind(serde_json::Value::Array(json).to_string())
+        .execute(conn)
+        .await?;
         Ok(())
     }
 
@@ -68,25 +73,26 @@ impl BenchDb for SqliteStore {
 #[async_trait]
 impl BenchDb for PgStore {
     async fn create_effects(&self) -> Result<(), BoxError> {
-        sqlx::query(&CREATE.replace("bench_effects", &format!("{}.bench_effects", self.schema())))
-            .execute(self.pool())
-            .await?;
+        let sql = CREATE.replace("bench_effects", &format!("{}.bench_effects", self.schema()));
+        sqlx::query(&sql).execute(self.pool()).await?;
         Ok(())
     }
 
-    async fn record_effect(
+    async fn record_effects(
         &self,
         conn: &mut Self::Conn,
-        id: Uuid,
-        latency_us: i64,
+        rows: &[(Uuid, i64)],
     ) -> Result<(), sqlx::Error> {
         let sql = format!(
-            "INSERT INTO {}.bench_effects (message_id, latency_us) VALUES ($1, $2)",
+            "INSERT INTO {}.bench_effects (message_id, latency_us) \
+             SELECT * FROM UNNEST($1::text[], $2::bigint[])",
             self.schema()
         );
+        let ids: Vec<String> = rows.iter().map(|(id, _)| id.to_string()).collect();
+        let latencies: Vec<i64> = rows.iter().map(|(_, latency)| *latency).collect();
         sqlx::query(&sql)
-            .bind(id.to_string())
-            .bind(latency_us)
+            .bind(ids)
+            .bind(latencies)
             .execute(conn)
             .await?;
         Ok(())

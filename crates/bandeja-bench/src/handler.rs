@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use bandeja::{Event, EventHandler, HandlerContext, HandlerError, Payload};
+use bandeja::{Event, EventBatchHandler, HandlerContext, HandlerError, Payload};
 
 use crate::db::BenchDb;
 
@@ -30,20 +30,22 @@ pub(crate) fn now_us() -> i64 {
         .unwrap_or_default()
 }
 
-/// Writes the effect row.
+/// Writes the effect rows of a batch in one statement.
 pub(crate) struct Effect<S>(pub(crate) S, pub(crate) PhantomData<fn() -> S>);
 
 #[async_trait]
-impl<S: BenchDb> EventHandler<S, BenchPing> for Effect<S> {
-    async fn handle(
+impl<S: BenchDb> EventBatchHandler<S, BenchPing> for Effect<S> {
+    async fn handle_batch(
         &self,
         ctx: &mut HandlerContext<'_, S>,
-        event: Event<BenchPing>,
+        events: Vec<Event<BenchPing>>,
     ) -> Result<(), HandlerError> {
-        let latency = now_us() - event.payload.emitted_us;
-        self.0
-            .record_effect(ctx.conn(), event.id.0, latency)
-            .await?;
+        let now = now_us();
+        let rows: Vec<_> = events
+            .iter()
+            .map(|e| (e.id.0, now - e.payload.emitted_us))
+            .collect();
+        self.0.record_effects(ctx.conn(), &rows).await?;
         Ok(())
     }
 }

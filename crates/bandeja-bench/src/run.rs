@@ -74,7 +74,7 @@ async fn start_workers<S: BenchDb>(store: &S, args: &Args) -> Result<Running, Bo
     let bandeja = Bandeja::builder(store.clone())
         .config(config(args)?)
         .handler_concurrency(args.concurrency)
-        .on_event::<BenchPing, _>("bench", Effect(store.clone(), PhantomData))
+        .on_event_batch::<BenchPing, _>("bench", Effect(store.clone(), PhantomData))
         .build()?;
     Ok(bandeja.start().await?)
 }

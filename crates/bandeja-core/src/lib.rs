@@ -25,7 +25,7 @@ pub use config::{Config, ConfigError, Enabled, Group, HandlerTransaction, Worker
 pub use emission::{Outbox, RecordedEvents};
 pub use envelope::{Command, Direction, Event, Headers, MessageId, Payload};
 pub use error::{BoxError, Error, FailureKind, HandlerError, Result, StoreError, StoreErrorKind};
-pub use processing::{CommandHandler, EventHandler, HandlerContext};
+pub use processing::{CommandHandler, EventBatchHandler, EventHandler, HandlerContext};
 pub use record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
 pub use runtime::{Bandeja, BandejaBuilder, Running};
 pub use status::MessageStatus;

@@ -27,16 +27,20 @@ pub(crate) struct Shared<S: Store> {
     pub(crate) transport: Option<Arc<dyn Transport>>,
     pub(crate) handler_concurrency: usize,
     pub(crate) claims: std::sync::atomic::AtomicU64,
+    /// Random per runtime: two processes given the same worker id still issue distinct
+    /// claim tokens.
+    pub(crate) instance: u32,
 }
 
 impl<S: Store> Shared<S> {
-    /// A lock token unique to one claim (`<worker id>#<n>`), so that even two claims of the
-    /// same process cannot complete each other's rows.
+    /// A lock token unique to one claim (`<worker id>#<instance>.<n>`), so that no two
+    /// claims — of one process or of two given the same worker id — can complete each
+    /// other's rows.
     pub(crate) fn claim_token(&self) -> String {
         let n = self
             .claims
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        format!("{}#{n}", self.worker_id)
+        format!("{}#{:08x}.{n}", self.worker_id, self.instance)
     }
 }
 
@@ -123,6 +127,24 @@ impl<S: Store> BandejaBuilder<S> {
         self
     }
 
+    /// Subscribes a batch handler ([`EventBatchHandler`](crate::processing::EventBatchHandler))
+    /// to events of type `T` under the name `subscriber`: it receives the events of a claimed
+    /// batch in one call, so it can write their effects in one statement.
+    #[must_use]
+    pub fn on_event_batch<T: Payload, H: crate::processing::EventBatchHandler<S, T>>(
+        mut self,
+        subscriber: &str,
+        handler: H,
+    ) -> Self {
+        if let Err(e) = self
+            .registry
+            .add_event_batch::<T, H>(subscriber, None, handler)
+        {
+            self.errors.push(e);
+        }
+        self
+    }
+
     /// Registers the one handler of commands of type `T`, under the name `subscriber`.
     #[must_use]
     pub fn on_command<T: Payload, H: CommandHandler<S, T>>(
@@ -152,6 +174,7 @@ impl<S: Store> BandejaBuilder<S> {
                 transport: self.transport,
                 handler_concurrency: self.handler_concurrency,
                 claims: std::sync::atomic::AtomicU64::new(0),
+                instance: rand::random::<u32>(),
             }),
         })
     }

@@ -24,6 +24,12 @@ pub struct ClaimRequest<'a> {
     /// Per-key order: never claim a row whose partition key has an older live
     /// (PENDING or PROCESSING) row in the same box (and, for inboxes, the same subscriber).
     pub ordered: bool,
+    /// Only rows with `seq >= from_seq`: the box's live floor, as last read by
+    /// [`Store::live_floor`]. Lets a claim start past the completed rows at the head of the
+    /// queue (on PostgreSQL their dead index entries cost a visit each until vacuum). Rows
+    /// below it that become live again (a late commit, an operator retry) are found when
+    /// the worker reads the floor again, at least once a second.
+    pub from_seq: Option<i64>,
 }
 
 /// How an attempt ended, as computed by the status machine.
@@ -202,6 +208,13 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// exclude each other (PostgreSQL) says `true`.
     fn prefers_batched_handlers(&self) -> bool {
         false
+    }
+
+    /// The smallest `seq` of a live (PENDING or PROCESSING) row in the box, `None` if
+    /// there is none or the store does not track it (the default).
+    async fn live_floor(&self, box_kind: BoxKind) -> Result<Option<i64>, StoreError> {
+        let _ = box_kind;
+        Ok(None)
     }
 
     /// Whether the database lets one writer at a time (SQLite): the batched handler path

@@ -3,7 +3,7 @@
 //! and finish (or release) the batch in hand within `lock-at-most-for`.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
@@ -14,14 +14,18 @@ use crate::store::{Outcome, Resolution, Store};
 
 /// The rows a cycle holds, so a shutdown that cannot wait for the cycle can release them.
 #[derive(Default, Clone)]
-pub(crate) struct Claimed(Arc<Mutex<Held>>);
+pub(crate) struct Claimed {
+    held: Arc<Mutex<Held>>,
+    /// The box's live floor, cached.
+    pub(crate) floor: Arc<Floor>,
+}
 
 /// The claim token and the `(id, subscriber)` of each row it holds.
 type Held = (String, Vec<(MessageId, Option<String>)>);
 
 impl Claimed {
     pub(crate) fn set(&self, token: &str, messages: &[StoredMessage]) {
-        if let Ok(mut held) = self.0.lock() {
+        if let Ok(mut held) = self.held.lock() {
             *held = (
                 token.to_owned(),
                 messages
@@ -33,16 +37,40 @@ impl Claimed {
     }
 
     pub(crate) fn clear(&self) {
-        if let Ok(mut held) = self.0.lock() {
+        if let Ok(mut held) = self.held.lock() {
             held.1.clear();
         }
     }
 
     fn take(&self) -> Held {
-        self.0
+        self.held
             .lock()
             .map(|mut held| std::mem::take(&mut *held))
             .unwrap_or_default()
+    }
+}
+
+/// The worker's cached live floor of its box (see [`ClaimRequest::from_seq`](crate::store::ClaimRequest)).
+#[derive(Default)]
+pub(crate) struct Floor(Mutex<Option<(Option<i64>, Instant)>>);
+
+/// How often a worker reads its box's live floor again.
+const FLOOR_REFRESH: Duration = Duration::from_secs(1);
+
+impl Floor {
+    /// The floor to claim from, read again from the store when older than a second.
+    pub(crate) async fn current<S: Store>(&self, store: &S, box_kind: BoxKind) -> Option<i64> {
+        let cached = self.0.lock().ok().and_then(|c| *c);
+        if let Some((floor, at)) = cached {
+            if at.elapsed() < FLOOR_REFRESH {
+                return floor;
+            }
+        }
+        let floor = store.live_floor(box_kind).await.unwrap_or(None);
+        if let Ok(mut cache) = self.0.lock() {
+            *cache = Some((floor, Instant::now()));
+        }
+        floor
     }
 }
 

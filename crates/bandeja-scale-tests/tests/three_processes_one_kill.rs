@@ -64,7 +64,10 @@ async fn kill_mid_batch(fresh: &Fresh, victim: &mut Worker) -> Kill {
             .await;
         let at = Instant::now();
         victim.kill();
-        // A dead process changes nothing more: what it holds now, it held at the kill.
+        // Once its connections are gone (a commit it sent just before dying has landed or
+        // rolled back), a dead process changes nothing more: what it holds now, it held
+        // at the kill, and only a takeover releases it.
+        fresh.wait_disconnected(&victim.application_name).await;
         let held = inbox_keys(
             fresh,
             &format!("SELECT id, subscriber FROM {{s}}.{processing}"),

@@ -80,6 +80,7 @@ fn request(worker: &str, limit: usize) -> ClaimRequest<'_> {
         limit,
         lease: Duration::from_secs(30),
         ordered: true,
+        from_seq: None,
     }
 }
 

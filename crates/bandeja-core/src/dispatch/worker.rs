@@ -21,6 +21,7 @@ pub(crate) async fn cycle<S: Store>(
         limit: config.batch_size,
         lease: config.lock_at_most_for,
         ordered: config.ordered,
+        from_seq: claimed_slot.floor.current(&shared.store, box_kind).await,
     };
     let claimed = shared.store.claim(box_kind, &request).await?;
     if claimed.is_empty() {

@@ -1,15 +1,104 @@
 //! One transaction per chunk of a batch: each handler runs inside a savepoint (a failure
 //! rolls back only its own work), then every successful row is marked COMPLETED in one
-//! statement and the chunk commits once. Commits are what cost on PostgreSQL; this pays
-//! one per chunk instead of one per message, while each handler stays its own unit of
-//! failure.
+//! statement and the chunk commits once. Batch handlers get all their messages of the
+//! chunk in one call (one savepoint); if that call fails, each message is tried alone.
+//! Commits are what cost on PostgreSQL; this pays one per chunk instead of one per
+//! message, while each handler stays its own unit of failure.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use tracing::Instrument;
 
+use crate::processing::handler::ErasedHandler;
 use crate::processing::run::{self, AttemptFailed};
 use crate::record::{BoxKind, MessageRecord, StoredMessage};
 use crate::runtime::Shared;
 use crate::store::{Outcome, Resolution, SavepointStep, Store};
+
+/// What one savepoint covers: one message, or a batch handler's group of messages.
+struct Unit<'m, S: Store> {
+    handler: Arc<dyn ErasedHandler<S>>,
+    messages: Vec<&'m StoredMessage>,
+}
+
+/// The chunk's messages as units; messages with no runnable handler become outcomes.
+fn units<'m, S: Store>(
+    shared: &Shared<S>,
+    box_kind: BoxKind,
+    chunk: &'m [StoredMessage],
+    failures: &mut Vec<Outcome>,
+) -> Vec<Unit<'m, S>> {
+    let mut units: Vec<Unit<'m, S>> = Vec::new();
+    let mut groups: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for message in chunk {
+        let handler = match run::handler_for(shared, box_kind, message) {
+            Ok(handler) => handler,
+            Err(outcome) => {
+                failures.push(outcome);
+                continue;
+            }
+        };
+        if handler.batches() {
+            let key = (
+                message.subscriber.clone().unwrap_or_default(),
+                message.record.inbox_tenant().to_string(),
+            );
+            if let Some(&index) = groups.get(&key) {
+                units[index].messages.push(message);
+                continue;
+            }
+            groups.insert(key, units.len());
+        }
+        units.push(Unit {
+            handler,
+            messages: vec![message],
+        });
+    }
+    units
+}
+
+/// Runs a unit inside a savepoint. Outer `Err`: the transaction itself broke.
+async fn attempt<S: Store>(
+    shared: &Shared<S>,
+    box_kind: BoxKind,
+    tx: &mut S::Tx,
+    handler: &dyn ErasedHandler<S>,
+    messages: &[&StoredMessage],
+) -> Result<Result<Vec<MessageRecord>, AttemptFailed>, AttemptFailed> {
+    let broken = |e: crate::error::StoreError| AttemptFailed::from_store(&e);
+    shared
+        .store
+        .savepoint(tx, SavepointStep::Open)
+        .await
+        .map_err(broken)?;
+    match run::run_handler(
+        shared,
+        tx,
+        handler,
+        messages,
+        run::timeout(shared, box_kind),
+    )
+    .await
+    {
+        Ok(records) => {
+            shared
+                .store
+                .savepoint(tx, SavepointStep::Release)
+                .await
+                .map_err(broken)?;
+            Ok(Ok(records))
+        }
+        Err(failed) => {
+            shared
+                .store
+                .savepoint(tx, SavepointStep::RollBack)
+                .await
+                .map_err(broken)?;
+            Ok(Err(failed))
+        }
+    }
+}
 
 /// Handles a chunk of claimed rows in one transaction. Returns the failure outcomes to
 /// write back (after this transaction: a failed handler's retry must not depend on it).
@@ -20,72 +109,80 @@ pub(crate) async fn handle_chunk<S: Store>(
     chunk: &[StoredMessage],
 ) -> Vec<Outcome> {
     let mut failures = Vec::new();
+    let units = units(shared, box_kind, chunk, &mut failures);
+    if units.is_empty() {
+        return failures;
+    }
     let mut tx = match shared.store.begin().await {
         Ok(tx) => tx,
         Err(error) => {
-            return every(chunk, |m| {
-                AttemptFailed::from_store(&error).outcome(shared, box_kind, m)
-            })
+            let every = units.iter().flat_map(|u| u.messages.iter());
+            failures.extend(every.map(|m| again(m, &error.to_string())));
+            return failures;
         }
     };
     let mut done: Vec<&StoredMessage> = Vec::with_capacity(chunk.len());
     let mut emitted: Vec<MessageRecord> = Vec::new();
-    for (index, message) in chunk.iter().enumerate() {
-        let handler = match run::handler_for(shared, box_kind, message) {
-            Ok(handler) => handler,
-            Err(outcome) => {
-                failures.push(outcome);
-                continue;
-            }
-        };
-        let step: Result<Result<Vec<MessageRecord>, AttemptFailed>, AttemptFailed> = async {
-            shared
-                .store
-                .savepoint(&mut tx, SavepointStep::Open)
-                .await
-                .map_err(|e| AttemptFailed::from_store(&e))?;
-            match run::run_handler(
-                shared,
-                &mut tx,
-                handler.as_ref(),
-                message,
-                run::timeout(shared, box_kind),
-            )
-            .await
-            {
-                Ok(records) => {
-                    shared
-                        .store
-                        .savepoint(&mut tx, SavepointStep::Release)
-                        .await
-                        .map_err(|e| AttemptFailed::from_store(&e))?;
-                    Ok(Ok(records))
-                }
-                Err(failed) => {
-                    shared
-                        .store
-                        .savepoint(&mut tx, SavepointStep::RollBack)
-                        .await
-                        .map_err(|e| AttemptFailed::from_store(&e))?;
-                    Ok(Err(failed))
-                }
-            }
-        }
-        .instrument(run::span(message))
+    for (index, unit) in units.iter().enumerate() {
+        let span = run::span(unit.messages[0]);
+        let result = attempt(
+            shared,
+            box_kind,
+            &mut tx,
+            unit.handler.as_ref(),
+            &unit.messages,
+        )
+        .instrument(span.clone())
         .await;
-        match step {
-            Ok(Ok(records)) => {
-                done.push(message);
-                emitted.extend(records);
+        let result = match result {
+            // A group failed: find the culprit(s) by trying each message alone.
+            Ok(Err(_)) if unit.messages.len() > 1 => {
+                let mut outcome = Ok(Ok(()));
+                for message in &unit.messages {
+                    let alone =
+                        attempt(shared, box_kind, &mut tx, unit.handler.as_ref(), &[message])
+                            .instrument(run::span(message))
+                            .await;
+                    match alone {
+                        Ok(Ok(records)) => {
+                            done.push(message);
+                            emitted.extend(records);
+                        }
+                        Ok(Err(failed)) => failures.push(failed.outcome(shared, box_kind, message)),
+                        Err(broken) => {
+                            outcome = Err(broken);
+                            break;
+                        }
+                    }
+                }
+                outcome.map(|_: Result<(), ()>| Ok(Vec::new()))
             }
-            Ok(Err(failed)) => failures.push(failed.outcome(shared, box_kind, message)),
+            Ok(Ok(records)) => {
+                done.extend(unit.messages.iter().copied());
+                Ok(Ok(records))
+            }
+            other => other,
+        };
+        match result {
+            Ok(Ok(records)) => emitted.extend(records),
+            Ok(Err(failed)) => failures.push(failed.outcome(shared, box_kind, unit.messages[0])),
             Err(broken) => {
                 // The transaction itself failed (a savepoint could not be set or undone):
-                // nothing of it can commit. This message and the rest are tried again.
+                // nothing of it can commit. These messages are tried again.
                 drop(tx);
-                let rest = chunk[index..].iter().chain(done.iter().copied());
-                failures.extend(rest.map(|m| again(m, &broken.error)));
-                return failures;
+                let rest = units[index..]
+                    .iter()
+                    .flat_map(|u| u.messages.iter().copied());
+                failures.retain(|f| {
+                    !done
+                        .iter()
+                        .any(|m| m.record.id == f.id && m.subscriber == f.subscriber)
+                });
+                failures.extend(
+                    rest.chain(done.iter().copied())
+                        .map(|m| again(m, &broken.error)),
+                );
+                return dedup(failures);
             }
         }
     }
@@ -100,17 +197,13 @@ pub(crate) async fn handle_chunk<S: Store>(
             resolution: Resolution::Completed,
         })
         .collect();
-    let marked = shared
-        .store
-        .resolve_in(&mut tx, box_kind, token, &completions)
-        .await;
-    let committed = match marked {
+    let committed = match shared.store.resolve_in(&mut tx, box_kind, token, &completions).await {
         Ok(n) if usize::try_from(n).is_ok_and(|n| n == done.len()) => {
             shared.store.commit(tx).await.map_err(|e| e.to_string())
         }
         Ok(n) => Err(format!(
             "{} of {} leases were lost before the batch committed (another worker took them over): rolled back",
-            done.len() - usize::try_from(n).unwrap_or(0),
+            done.len().saturating_sub(usize::try_from(n).unwrap_or(0)),
             done.len()
         )),
         Err(error) => Err(error.to_string()),
@@ -125,6 +218,15 @@ pub(crate) async fn handle_chunk<S: Store>(
     failures
 }
 
+/// One outcome per row (the last one wins).
+fn dedup(outcomes: Vec<Outcome>) -> Vec<Outcome> {
+    let mut seen: BTreeMap<(crate::envelope::MessageId, Option<String>), Outcome> = BTreeMap::new();
+    for outcome in outcomes {
+        seen.insert((outcome.id, outcome.subscriber.clone()), outcome);
+    }
+    seen.into_values().collect()
+}
+
 /// Back to PENDING at once, retry count unchanged: the attempt failed for a reason outside
 /// the message (the batch transaction), so it does not spend one of its retries.
 fn again(message: &StoredMessage, error: &str) -> Outcome {
@@ -137,8 +239,4 @@ fn again(message: &StoredMessage, error: &str) -> Outcome {
             error: format!("batch transaction failed: {error}"),
         },
     }
-}
-
-fn every(chunk: &[StoredMessage], outcome: impl Fn(&StoredMessage) -> Outcome) -> Vec<Outcome> {
-    chunk.iter().map(outcome).collect()
 }

@@ -36,6 +36,26 @@ pub trait CommandHandler<S: Store, T: Payload>: Send + Sync + 'static {
     ) -> Result<(), HandlerError>;
 }
 
+/// Reacts to events of type `T` a batch at a time, so its own writes can be one statement
+/// for many events (a multi-row INSERT) instead of one per event.
+///
+/// The batch runs inside one transaction (with the batched handler path) or alone in the
+/// transaction of its single message; either way its writes commit with the COMPLETED
+/// marks of exactly those events. If the batch fails, bandeja rolls it back and calls the
+/// handler again with one event at a time, so a poison event fails alone. Write the
+/// handler so that processing a batch equals processing its events one by one.
+/// [`HandlerContext::message_id`] and [`HandlerContext::emit`] refer to the first event of
+/// the batch: use [`HandlerContext::emit_caused_by`] to emit per event.
+#[async_trait]
+pub trait EventBatchHandler<S: Store, T: Payload>: Send + Sync + 'static {
+    /// Handles the events of one batch (same subscriber and tenant, in claim order).
+    async fn handle_batch(
+        &self,
+        ctx: &mut HandlerContext<'_, S>,
+        events: Vec<Event<T>>,
+    ) -> Result<(), HandlerError>;
+}
+
 /// What a handler can reach: the transaction, the message's metadata, and emission of new
 /// messages that commit with the handling.
 pub struct HandlerContext<'t, S: Store> {
@@ -108,6 +128,20 @@ impl<'t, S: Store> HandlerContext<'t, S> {
         Ok(())
     }
 
+    /// Emits an event caused by `cause` (one event of a batch): correlation id inherited
+    /// from it, causation id = its id, tenant = the handled tenant.
+    pub fn emit_caused_by<C, T: Payload>(
+        &mut self,
+        cause: &Event<C>,
+        mut event: Event<T>,
+    ) -> Result<()> {
+        if event.correlation_id.is_none() {
+            event.correlation_id.clone_from(&cause.correlation_id);
+        }
+        event.causation_id.get_or_insert(cause.id);
+        self.emit(event)
+    }
+
     /// Sends a command that commits with this handling (same inheritance as [`Self::emit`]).
     pub fn send<T: Payload>(&mut self, mut command: Command<T>) -> Result<()> {
         self.inherit(&mut command.correlation_id, &mut command.causation_id);
@@ -130,6 +164,55 @@ pub(crate) trait ErasedHandler<S: Store>: Send + Sync {
         ctx: &mut HandlerContext<'_, S>,
         message: &StoredMessage,
     ) -> Result<(), HandlerError>;
+
+    /// Whether [`ErasedHandler::call_many`] handles a group in one call.
+    fn batches(&self) -> bool {
+        false
+    }
+
+    /// Handles several messages in one call (batch handlers only).
+    async fn call_many(
+        &self,
+        ctx: &mut HandlerContext<'_, S>,
+        messages: &[&StoredMessage],
+    ) -> Result<(), HandlerError> {
+        for message in messages {
+            self.call(ctx, message).await?;
+        }
+        Ok(())
+    }
+}
+
+pub(crate) struct EventBatchAdapter<H, T>(pub(crate) H, pub(crate) PhantomData<fn() -> T>);
+
+#[async_trait]
+impl<S: Store, T: Payload, H: EventBatchHandler<S, T>> ErasedHandler<S>
+    for EventBatchAdapter<H, T>
+{
+    async fn call(
+        &self,
+        ctx: &mut HandlerContext<'_, S>,
+        message: &StoredMessage,
+    ) -> Result<(), HandlerError> {
+        self.call_many(ctx, &[message]).await
+    }
+
+    fn batches(&self) -> bool {
+        true
+    }
+
+    async fn call_many(
+        &self,
+        ctx: &mut HandlerContext<'_, S>,
+        messages: &[&StoredMessage],
+    ) -> Result<(), HandlerError> {
+        let events = messages
+            .iter()
+            .map(|m| m.to_event::<T>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(HandlerError::permanent)?;
+        self.0.handle_batch(ctx, events).await
+    }
 }
 
 pub(crate) struct EventAdapter<H, T>(pub(crate) H, pub(crate) PhantomData<fn() -> T>);

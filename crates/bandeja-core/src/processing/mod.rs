@@ -8,4 +8,4 @@ mod run;
 mod single;
 pub(crate) mod worker;
 
-pub use handler::{CommandHandler, EventHandler, HandlerContext};
+pub use handler::{CommandHandler, EventBatchHandler, EventHandler, HandlerContext};

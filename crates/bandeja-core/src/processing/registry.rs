@@ -9,7 +9,8 @@ use std::sync::Arc;
 use crate::envelope::Payload;
 use crate::error::{Error, Result};
 use crate::processing::handler::{
-    CommandAdapter, CommandHandler, ErasedHandler, EventAdapter, EventHandler,
+    CommandAdapter, CommandHandler, ErasedHandler, EventAdapter, EventBatchAdapter,
+    EventBatchHandler, EventHandler,
 };
 use crate::record::MessageKind;
 use crate::store::Store;
@@ -86,6 +87,25 @@ impl<S: Store> Registry<S> {
     ) -> Result<()> {
         let handler: Arc<dyn ErasedHandler<S>> =
             Arc::new(EventAdapter(handler, PhantomData::<fn() -> T>));
+        self.add(
+            MessageKind::Event,
+            T::TYPE,
+            Subscriber {
+                name: name.to_owned(),
+                tenant,
+                handler,
+            },
+        )
+    }
+
+    pub(crate) fn add_event_batch<T: Payload, H: EventBatchHandler<S, T>>(
+        &mut self,
+        name: &str,
+        tenant: Option<TenantId>,
+        handler: H,
+    ) -> Result<()> {
+        let handler: Arc<dyn ErasedHandler<S>> =
+            Arc::new(EventBatchAdapter(handler, PhantomData::<fn() -> T>));
         self.add(
             MessageKind::Event,
             T::TYPE,

@@ -111,21 +111,29 @@ pub(crate) fn timeout<S: Store>(shared: &Shared<S>, box_kind: BoxKind) -> Durati
     config.handler_timeout.min(config.lock_at_most_for)
 }
 
-/// Runs the handler on `tx` in the message's tenant scope, then writes what it emitted
+/// Runs the handler on `tx` in the messages' tenant scope (several messages only for a
+/// batch handler), then writes what it emitted
 /// into the outbox on the same transaction. Returns what it emitted (to wake the
 /// dispatchers after the commit).
 pub(crate) async fn run_handler<S: Store>(
     shared: &Shared<S>,
     tx: &mut S::Tx,
     handler: &dyn ErasedHandler<S>,
-    message: &StoredMessage,
+    messages: &[&StoredMessage],
     timeout: Duration,
 ) -> Result<Vec<MessageRecord>, AttemptFailed> {
-    let mut ctx = HandlerContext::<S>::new(tx, message);
-    let run = tenant::scope(
-        message.record.inbox_tenant().clone(),
-        handler.call(&mut ctx, message),
-    );
+    let Some(first) = messages.first() else {
+        return Ok(Vec::new());
+    };
+    let mut ctx = HandlerContext::<S>::new(tx, first);
+    let call = async {
+        if handler.batches() {
+            handler.call_many(&mut ctx, messages).await
+        } else {
+            handler.call(&mut ctx, first).await
+        }
+    };
+    let run = tenant::scope(first.record.inbox_tenant().clone(), call);
     match tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()).await {
         Err(_elapsed) => {
             return Err(AttemptFailed::retriable(format!(

@@ -46,7 +46,7 @@ async fn in_transaction<S: Store>(
         shared,
         &mut tx,
         handler,
-        message,
+        &[message],
         run::timeout(shared, box_kind),
     )
     .await?;

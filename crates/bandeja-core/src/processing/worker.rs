@@ -25,6 +25,7 @@ pub(crate) async fn cycle<S: Store>(
         limit: config.batch_size,
         lease: config.lock_at_most_for,
         ordered: config.ordered,
+        from_seq: claimed_slot.floor.current(&shared.store, box_kind).await,
     };
     let claimed = shared.store.claim(box_kind, &request).await?;
     if claimed.is_empty() {
@@ -38,7 +39,11 @@ pub(crate) async fn cycle<S: Store>(
     };
     let failures: Vec<Outcome> = if batched {
         // Split over the handler concurrency: each chunk is one transaction.
-        let writers = if shared.store.single_writer() { 1 } else { shared.handler_concurrency };
+        let writers = if shared.store.single_writer() {
+            1
+        } else {
+            shared.handler_concurrency
+        };
         let chunks = writers.min(claimed.len()).max(1);
         let size = claimed.len().div_ceil(chunks);
         let runs: Vec<_> = claimed

@@ -8,8 +8,9 @@
 // Each test crate uses a part of this module.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, ExitStatus, Stdio};
+mod worker;
+
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use bandeja::postgres::PgStore;
@@ -18,8 +19,13 @@ use bandeja::{Event, MessageRecord, Store};
 use bandeja_scale_tests::Tick;
 use sqlx::{Connection, PgConnection, PgPool};
 
+pub(crate) use worker::{terminate_all, Worker};
+
 /// How to start the local cluster.
 const START_HINT: &str = "start it with `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` or set DATABASE_URL";
+
+/// Shortest pause between two counts of [`Fresh::wait_count`].
+const COUNT_EVERY: Duration = Duration::from_millis(200);
 
 /// Emission batch: events per transaction.
 pub(crate) const EMIT_BATCH: usize = 1_000;
@@ -116,9 +122,24 @@ impl Fresh {
 
     /// Waits (never longer than `timeout`) until `from_where` counts at least `target`
     /// rows; panics with the last count and the boxes' status counts otherwise.
+    /// The count runs at most every [`COUNT_EVERY`], so that watching does not load the
+    /// machine the workers share.
     pub(crate) async fn wait_count(&self, from_where: &str, target: i64, timeout: Duration) {
-        let reached = eventually(timeout, || async {
-            (self.count(from_where).await >= target).then_some(())
+        let mut last: Option<Instant> = None;
+        let reached = eventually(timeout, || {
+            let due = match last {
+                Some(at) => at.elapsed() >= COUNT_EVERY,
+                None => true,
+            };
+            if due {
+                last = Some(Instant::now());
+            }
+            async move {
+                if !due {
+                    return None;
+                }
+                (self.count(from_where).await >= target).then_some(())
+            }
         })
         .await;
         if let Err(error) = reached {
@@ -128,6 +149,23 @@ impl Fresh {
                 self.status_summary().await
             );
         }
+    }
+
+    /// Waits until no connection of `application_name` is left: whatever the process
+    /// that owned them sent has been committed or rolled back.
+    pub(crate) async fn wait_disconnected(&self, application_name: &str) {
+        eventually(Duration::from_secs(30), || async {
+            let left: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            )
+            .bind(application_name)
+            .fetch_one(self.pool())
+            .await
+            .expect("pg_stat_activity");
+            (left == 0).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("connections of {application_name} still open: {e}"));
     }
 
     /// Status counts of both event boxes, for failure messages.
@@ -198,85 +236,4 @@ pub(crate) async fn try_fresh() -> Option<Fresh> {
         .await
         .expect("create the effect tables");
     Some(Fresh { store, guard })
-}
-
-/// A running `scale-worker` process, SIGKILLed (and reaped) when dropped.
-pub(crate) struct Worker {
-    child: Child,
-    /// Its `--worker-id`.
-    pub(crate) id: String,
-}
-
-impl Worker {
-    /// Starts `scale-worker` on `schema` and waits until it prints `ready`.
-    pub(crate) async fn start(schema: &str, id: &str, fail_rate: f64, lease_secs: u32) -> Worker {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_scale-worker"))
-            .args(["--database-url", &database_url(), "--schema", schema])
-            .args(["--worker-id", id])
-            .args(["--fail-rate", &fail_rate.to_string()])
-            .args(["--lease", &lease_secs.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn scale-worker");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let worker = Worker {
-            child,
-            id: id.to_owned(),
-        };
-        let first_line = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).map(|_| line)
-        });
-        match tokio::time::timeout(Duration::from_secs(30), first_line).await {
-            Ok(Ok(Ok(line))) if line.trim() == "ready" => worker,
-            other => panic!("scale-worker {id} did not become ready: {other:?}"),
-        }
-    }
-
-    /// SIGKILL, then reap: no graceful anything, like a crash.
-    pub(crate) fn kill(&mut self) {
-        self.child.kill().expect("kill");
-        self.child.wait().expect("reap");
-    }
-
-    /// SIGTERM, then waits (at most `timeout`) for the process to exit.
-    pub(crate) async fn terminate(&mut self, timeout: Duration) -> ExitStatus {
-        let sent = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("run kill -TERM");
-        assert!(sent.success(), "kill -TERM {} failed", self.id);
-        let child = &mut self.child;
-        eventually(timeout, || {
-            let exited = child.try_wait().ok().flatten();
-            async move { exited }
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{} did not stop after SIGTERM: {e}", self.id))
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// Stops every worker with SIGTERM and checks each stopped gracefully (exit status 0).
-pub(crate) async fn terminate_all(workers: &mut [Worker]) {
-    let started = Instant::now();
-    for worker in workers.iter_mut() {
-        let status = worker.terminate(Duration::from_secs(30)).await;
-        assert!(status.success(), "{} exited with {status}", worker.id);
-    }
-    eprintln!(
-        "graceful shutdown of {} workers: {:?}",
-        workers.len(),
-        started.elapsed()
-    );
 }

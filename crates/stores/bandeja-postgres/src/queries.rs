@@ -52,7 +52,7 @@ const MESSAGE_COLUMNS: [(&str, &str); 12] = [
 
 /// The statements of one box.
 pub(crate) struct BoxQueries {
-    /// `$1` ordered, `$2` limit, `$3` worker, `$4` lease in seconds.
+    /// `$1` ordered, `$2` limit, `$3` worker, `$4` lease in seconds, `$5` floor seq.
     pub(crate) claim: String,
     /// `$1..$6` outcome arrays (id, subscriber, status, retry count, delay s, error), `$7` worker.
     pub(crate) resolve: String,
@@ -60,6 +60,8 @@ pub(crate) struct BoxQueries {
     pub(crate) complete: String,
     /// Every row by `seq`.
     pub(crate) rows: String,
+    /// The smallest live `seq`.
+    pub(crate) floor: String,
     /// Outboxes: `$1` ids, `$2..$13` message columns. Inboxes: `$1` ids, `$2` subscribers,
     /// `$3..$14` message columns, `$15` deliveries per row; returns
     /// `(id, subscriber, delivery_count)`. Both notify the channel when rows were written.
@@ -87,39 +89,44 @@ impl BoxQueries {
         let name = box_kind.table();
         let t = format!("\"{schema}\".{name}");
         let inbox = box_kind.is_inbox();
-        let (key, key_match, same_subscriber, subscriber_join) = if inbox {
+        let (same_subscriber, subscriber_join) = if inbox {
             (
-                "c.id, c.subscriber",
-                "AND t.id = due.id AND t.subscriber = due.subscriber",
                 "AND o.subscriber = c.subscriber",
                 "AND t.subscriber = j.sub",
             )
         } else {
-            ("c.id", "AND t.id = due.id", "", "")
+            ("", "")
         };
         let returned = column_list("t.", inbox);
         BoxQueries {
+            // The rows are found through the partial index, locked, then updated by `ctid`
+            // (a TID scan: joining on `id` made the planner hash the whole table, history
+            // included). The old status is read from `due` to flag takeovers.
             claim: format!(
                 "WITH due AS ( \
-                   SELECT {key}, c.status FROM {t} c \
+                   SELECT c.ctid AS row_id, c.seq, c.status FROM {t} c \
                    WHERE c.status IN ('PENDING', 'PROCESSING') \
+                     AND c.seq >= COALESCE($5::int8, 0) \
                      AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
                        OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
                      AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
                           SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key {same_subscriber} \
                           AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
                    ORDER BY c.seq LIMIT $2::int8 \
-                   FOR UPDATE OF c SKIP LOCKED) \
-                 UPDATE {t} AS t SET \
-                   retry_count = t.retry_count + CASE WHEN due.status = 'PROCESSING' THEN 1 ELSE 0 END, \
-                   last_error = CASE WHEN due.status = 'PROCESSING' \
-                     THEN 'lease of ' || COALESCE(t.locked_by, '?') || ' expired at ' \
-                          || COALESCE(t.locked_until::text, '?') || ' before it finished; taken over' \
-                     ELSE t.last_error END, \
-                   status = 'PROCESSING', locked_by = $3::text, \
-                   locked_until = {NOW} + $4::float8 * interval '1 second', last_modified_at = {NOW} \
-                 FROM due WHERE true {key_match} \
-                 RETURNING {returned}, (due.status = 'PROCESSING') AS reclaimed"
+                   FOR UPDATE OF c SKIP LOCKED), \
+                 claimed AS ( \
+                   UPDATE {t} AS t SET \
+                     retry_count = t.retry_count + CASE WHEN t.status = 'PROCESSING' THEN 1 ELSE 0 END, \
+                     last_error = CASE WHEN t.status = 'PROCESSING' \
+                       THEN 'lease of ' || COALESCE(t.locked_by, '?') || ' expired at ' \
+                            || COALESCE(t.locked_until::text, '?') || ' before it finished; taken over' \
+                       ELSE t.last_error END, \
+                     status = 'PROCESSING', locked_by = $3::text, \
+                     locked_until = {NOW} + $4::float8 * interval '1 second', last_modified_at = {NOW} \
+                   WHERE t.ctid = ANY(ARRAY(SELECT row_id FROM due)) \
+                   RETURNING {returned}) \
+                 SELECT t.*, (due.status = 'PROCESSING') AS reclaimed \
+                 FROM claimed t JOIN due ON due.seq = t.seq"
             ),
             resolve: format!(
                 "UPDATE {t} AS t SET \
@@ -145,6 +152,7 @@ impl BoxQueries {
                     "AND $3::text IS NULL"
                 }
             ),
+            floor: format!("SELECT min(seq) FROM {t} WHERE status IN ('PENDING', 'PROCESSING')"),
             rows: format!(
                 "SELECT {}, false AS reclaimed FROM {t} ORDER BY seq{}",
                 column_list("", inbox),

@@ -172,6 +172,7 @@ impl Store for PgStore {
             .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
             .bind(request.worker_id)
             .bind(seconds(request.lease))
+            .bind(request.from_seq)
             .fetch_all(self.pool())
             .await
             .map_err(|e| sqlx_error("claim rows", e))?;
@@ -234,6 +235,13 @@ impl Store for PgStore {
         resolve_on(self, &mut conn, box_kind, worker_id, outcomes)
             .await
             .map(|_| ())
+    }
+
+    async fn live_floor(&self, box_kind: BoxKind) -> Result<Option<i64>, StoreError> {
+        sqlx::query_scalar(&self.queries(box_kind).floor)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| sqlx_error("read the live floor", e))
     }
 
     async fn resolve_in(

@@ -40,10 +40,10 @@ impl BoxQueries {
             String::new()
         };
         BoxQueries {
-            // ?1 = ordered (0/1), ?2 = limit
+            // ?1 = ordered (0/1), ?2 = limit, ?3 = floor seq
             select_due: format!(
                 "SELECT c.seq, c.status FROM {t} c \
-                 WHERE c.status IN ('PENDING', 'PROCESSING') \
+                 WHERE c.status IN ('PENDING', 'PROCESSING') AND c.seq >= COALESCE(?3, 0) \
                    AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
                      OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
                    AND (?1 = 0 OR c.partition_key IS NULL OR NOT EXISTS ( \

@@ -18,14 +18,20 @@ use crate::decode::{format_time, row_view};
 use crate::queries::{insert_inbox, insert_outbox};
 use crate::{sqlx_error, SqliteStore, MIGRATOR};
 
-
 fn encode_err(e: serde_json::Error) -> StoreError {
     StoreError::new(bandeja_core::StoreErrorKind::Permanent, "encode a batch", e)
 }
 
 /// The JSON element of one message row (what `queries::FROM_JSON` reads).
-fn row_json(record: &MessageRecord, subscriber: Option<&str>) -> Result<serde_json::Value, StoreError> {
-    let tenant = if subscriber.is_some() { record.inbox_tenant() } else { &record.tenant_id };
+fn row_json(
+    record: &MessageRecord,
+    subscriber: Option<&str>,
+) -> Result<serde_json::Value, StoreError> {
+    let tenant = if subscriber.is_some() {
+        record.inbox_tenant()
+    } else {
+        &record.tenant_id
+    };
     Ok(serde_json::json!({
         "id": record.id.to_string(),
         "subscriber": subscriber,
@@ -51,7 +57,11 @@ async fn insert_inbox_rows(
 ) -> Result<ReceiveReport, StoreError> {
     let rows = deliveries
         .iter()
-        .flat_map(|d| d.subscribers.iter().map(move |s| row_json(d.record, Some(s))))
+        .flat_map(|d| {
+            d.subscribers
+                .iter()
+                .map(move |s| row_json(d.record, Some(s)))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let mut report = ReceiveReport::default();
     if rows.is_empty() {
@@ -190,6 +200,7 @@ impl Store for SqliteStore {
         let due = sqlx::query(&queries.select_due)
             .bind(i64::from(request.ordered))
             .bind(limit)
+            .bind(request.from_seq)
             .fetch_all(&mut *tx)
             .await
             .map_err(|e| sqlx_error("select due rows", e))?;
