@@ -104,6 +104,7 @@ async fn unmigrated_schema_is_a_migration_error() {
         limit: 10,
         lease: std::time::Duration::from_secs(30),
         ordered: true,
+        from_seq: None,
     };
     let err = bare
         .claim(BoxKind::OutboxEvents, &request)
