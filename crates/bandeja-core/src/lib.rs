@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub(crate) mod attempt;
+pub(crate) mod claim;
 pub mod config;
 pub(crate) mod dispatch;
 pub mod emission;

@@ -30,6 +30,9 @@ pub struct ClaimRequest<'a> {
     /// below it that become live again (a late commit, an operator retry) are found when
     /// the worker reads the floor again, at least once a second.
     pub from_seq: Option<i64>,
+    /// Only this tenant's rows (workers rotate over the active tenants so that one
+    /// tenant's backlog does not starve the others); `None`: any tenant.
+    pub tenant: Option<&'a crate::tenant::TenantId>,
 }
 
 /// How an attempt ended, as computed by the status machine.
@@ -215,6 +218,16 @@ pub trait Store: Clone + Send + Sync + 'static {
     async fn live_floor(&self, box_kind: BoxKind) -> Result<Option<i64>, StoreError> {
         let _ = box_kind;
         Ok(None)
+    }
+
+    /// The tenants with live rows in the box (for the per-tenant rotation of claims);
+    /// empty if the store does not track them (the default).
+    async fn active_tenants(
+        &self,
+        box_kind: BoxKind,
+    ) -> Result<Vec<crate::tenant::TenantId>, StoreError> {
+        let _ = box_kind;
+        Ok(Vec::new())
     }
 
     /// Whether the database lets one writer at a time (SQLite): the batched handler path

@@ -50,27 +50,51 @@ impl Claimed {
     }
 }
 
-/// The worker's cached live floor of its box (see [`ClaimRequest::from_seq`](crate::store::ClaimRequest)).
+/// What a worker knows of its box between claims: the live floor (see
+/// [`ClaimRequest::from_seq`](crate::store::ClaimRequest)) and the active tenants, read
+/// again at least once a second, and where the tenant rotation stands.
 #[derive(Default)]
-pub(crate) struct Floor(Mutex<Option<(Option<i64>, Instant)>>);
+pub(crate) struct Floor {
+    cache: Mutex<Option<Snapshot>>,
+    rotation: std::sync::atomic::AtomicUsize,
+}
 
-/// How often a worker reads its box's live floor again.
+/// The floor and the active tenants, as read at `at`.
+#[derive(Clone)]
+pub(crate) struct Snapshot {
+    pub(crate) floor: Option<i64>,
+    pub(crate) tenants: Vec<crate::tenant::TenantId>,
+    at: Instant,
+}
+
+/// How often a worker reads its box's live floor and tenants again.
 const FLOOR_REFRESH: Duration = Duration::from_secs(1);
 
 impl Floor {
-    /// The floor to claim from, read again from the store when older than a second.
-    pub(crate) async fn current<S: Store>(&self, store: &S, box_kind: BoxKind) -> Option<i64> {
-        let cached = self.0.lock().ok().and_then(|c| *c);
-        if let Some((floor, at)) = cached {
-            if at.elapsed() < FLOOR_REFRESH {
-                return floor;
+    /// The floor and tenants to claim with, read again from the store when older than a
+    /// second.
+    pub(crate) async fn current<S: Store>(&self, store: &S, box_kind: BoxKind) -> Snapshot {
+        let cached = self.cache.lock().ok().and_then(|c| c.clone());
+        if let Some(snapshot) = cached {
+            if snapshot.at.elapsed() < FLOOR_REFRESH {
+                return snapshot;
             }
         }
-        let floor = store.live_floor(box_kind).await.unwrap_or(None);
-        if let Ok(mut cache) = self.0.lock() {
-            *cache = Some((floor, Instant::now()));
+        let snapshot = Snapshot {
+            floor: store.live_floor(box_kind).await.unwrap_or(None),
+            tenants: store.active_tenants(box_kind).await.unwrap_or_default(),
+            at: Instant::now(),
+        };
+        if let Ok(mut cache) = self.cache.lock() {
+            *cache = Some(snapshot.clone());
         }
-        floor
+        snapshot
+    }
+
+    /// The next position of the tenant rotation.
+    pub(crate) fn rotate(&self) -> usize {
+        self.rotation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 }
 

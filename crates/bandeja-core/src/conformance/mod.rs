@@ -81,6 +81,7 @@ fn request(worker: &str, limit: usize) -> ClaimRequest<'_> {
         lease: Duration::from_secs(30),
         ordered: true,
         from_seq: None,
+        tenant: None,
     }
 }
 

@@ -43,6 +43,7 @@ macro_rules! runtime_conformance_tests {
             scenario_waits_for_the_state_change,
             broker_path_acknowledges_after_storing_and_absorbs_redeliveries,
             batch_handler_gets_batches_and_a_poison_event_fails_alone,
+            a_tenant_backlog_does_not_starve_another_tenant,
         );
     };
 }
@@ -900,4 +901,52 @@ pub async fn batch_handler_gets_batches_and_a_poison_event_fails_alone<S: Inspec
         .filter(|r| r.message.record.message_type == Pong::TYPE)
         .count();
     assert_eq!(pongs, 19, "emissions of the rolled-back batch were undone");
+}
+
+/// Tenant A has a backlog; tenant B's few messages, emitted after it, complete while A's
+/// backlog is still being worked off: claims rotate over the active tenants.
+pub async fn a_tenant_backlog_does_not_starve_another_tenant<S: Inspect>(store: S) {
+    let recorder = Recorder::new(Behaviour::Pause(Duration::from_millis(5)));
+    let (a, b) = (
+        TenantId::new("tenant-a").expect("t"),
+        TenantId::new("tenant-b").expect("t"),
+    );
+    let outbox = crate::emission::Outbox::new(store.clone());
+    let emit = |tenant: TenantId, range: std::ops::Range<u64>| {
+        let (store, outbox) = (store.clone(), outbox.clone());
+        async move {
+            let mut tx = store.begin().await.expect("begin");
+            for n in range {
+                let event =
+                    Event::new("Ping", format!("k{n}"), Ping { n }).with_tenant(tenant.clone());
+                outbox.emit(&mut *tx, &event).await.expect("emit");
+            }
+            store.commit(tx).await.expect("commit");
+        }
+    };
+    emit(a.clone(), 0..2000).await;
+    let bandeja = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .on_event::<Ping, _>("s", recorder.clone())
+        .build()
+        .expect("build");
+    let running = bandeja.start().await.expect("start");
+    emit(b.clone(), 10_000..10_020).await;
+    let started = std::time::Instant::now();
+    let of = |rows: &[RowView], tenant: &TenantId, status: MessageStatus| {
+        rows.iter()
+            .filter(|r| r.message.record.tenant_id == *tenant && r.message.status == status)
+            .count()
+    };
+    let inbox = wait_rows(&store, BoxKind::InboxEvents, |rows| {
+        of(rows, &b, MessageStatus::Completed) == 20
+    })
+    .await;
+    let b_took = started.elapsed();
+    let a_done = of(&inbox, &a, MessageStatus::Completed);
+    running.shutdown().await;
+    assert!(
+        a_done < 2000,
+        "B waited for A's whole backlog ({a_done} of A's 2000 were done, B took {b_took:?})"
+    );
 }

@@ -4,7 +4,7 @@ use crate::attempt;
 use crate::error::{FailureKind, Result};
 use crate::record::{BoxKind, MessageKind, StoredMessage};
 use crate::runtime::Shared;
-use crate::store::{ClaimRequest, Delivery, Outcome, Resolution, Store};
+use crate::store::{Delivery, Outcome, Resolution, Store};
 use crate::transport::TransportErrorKind;
 use crate::worker::Claimed;
 
@@ -14,16 +14,8 @@ pub(crate) async fn cycle<S: Store>(
     box_kind: BoxKind,
     claimed_slot: &Claimed,
 ) -> Result<usize> {
-    let config = shared.config.group(box_kind.group());
     let token = shared.claim_token();
-    let request = ClaimRequest {
-        worker_id: &token,
-        limit: config.batch_size,
-        lease: config.lock_at_most_for,
-        ordered: config.ordered,
-        from_seq: claimed_slot.floor.current(&shared.store, box_kind).await,
-    };
-    let claimed = shared.store.claim(box_kind, &request).await?;
+    let claimed = crate::claim::claim(shared, box_kind, &token, claimed_slot).await?;
     if claimed.is_empty() {
         return Ok(0);
     }

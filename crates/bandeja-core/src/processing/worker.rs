@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::processing::{batch, single};
 use crate::record::BoxKind;
 use crate::runtime::Shared;
-use crate::store::{ClaimRequest, Outcome, Store};
+use crate::store::{Outcome, Store};
 use crate::worker::Claimed;
 
 /// Runs one cycle on `box_kind` (an inbox). Returns how many rows were claimed.
@@ -20,14 +20,7 @@ pub(crate) async fn cycle<S: Store>(
 ) -> Result<usize> {
     let config = shared.config.group(box_kind.group());
     let token = shared.claim_token();
-    let request = ClaimRequest {
-        worker_id: &token,
-        limit: config.batch_size,
-        lease: config.lock_at_most_for,
-        ordered: config.ordered,
-        from_seq: claimed_slot.floor.current(&shared.store, box_kind).await,
-    };
-    let claimed = shared.store.claim(box_kind, &request).await?;
+    let claimed = crate::claim::claim(shared, box_kind, &token, claimed_slot).await?;
     if claimed.is_empty() {
         return Ok(0);
     }

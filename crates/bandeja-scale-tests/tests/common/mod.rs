@@ -19,6 +19,7 @@ use bandeja::{Event, MessageRecord, Store};
 use bandeja_scale_tests::Tick;
 use sqlx::{Connection, PgConnection, PgPool};
 
+#[allow(unused_imports)] // not every test crate starts worker processes
 pub(crate) use worker::{terminate_all, Worker};
 
 /// How to start the local cluster.

@@ -54,6 +54,10 @@ const MESSAGE_COLUMNS: [(&str, &str); 12] = [
 pub(crate) struct BoxQueries {
     /// `$1` ordered, `$2` limit, `$3` worker, `$4` lease in seconds, `$5` floor seq.
     pub(crate) claim: String,
+    /// As `claim`, only the rows of tenant `$6`.
+    pub(crate) claim_tenant: String,
+    /// The tenants with live rows (a loose index scan over `(tenant_id, seq)`).
+    pub(crate) tenants: String,
     /// `$1..$6` outcome arrays (id, subscriber, status, retry count, delay s, error), `$7` worker.
     pub(crate) resolve: String,
     /// `$1` id, `$2` worker, `$3` subscriber.
@@ -110,7 +114,33 @@ impl BoxQueries {
                      AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
                        OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
                      AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
-                          SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key {same_subscriber} \
+                          SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
+                          AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
+                   ORDER BY c.seq LIMIT $2::int8 \
+                   FOR UPDATE OF c SKIP LOCKED), \
+                 claimed AS ( \
+                   UPDATE {t} AS t SET \
+                     retry_count = t.retry_count + CASE WHEN t.status = 'PROCESSING' THEN 1 ELSE 0 END, \
+                     last_error = CASE WHEN t.status = 'PROCESSING' \
+                       THEN 'lease of ' || COALESCE(t.locked_by, '?') || ' expired at ' \
+                            || COALESCE(t.locked_until::text, '?') || ' before it finished; taken over' \
+                       ELSE t.last_error END, \
+                     status = 'PROCESSING', locked_by = $3::text, \
+                     locked_until = {NOW} + $4::float8 * interval '1 second', last_modified_at = {NOW} \
+                   WHERE t.ctid = ANY(ARRAY(SELECT row_id FROM due)) \
+                   RETURNING {returned}) \
+                 SELECT t.*, (due.status = 'PROCESSING') AS reclaimed \
+                 FROM claimed t JOIN due ON due.seq = t.seq"
+            ),
+            claim_tenant: format!(
+                "WITH due AS ( \
+                   SELECT c.ctid AS row_id, c.seq, c.status FROM {t} c \
+                   WHERE c.status IN ('PENDING', 'PROCESSING') \
+                     AND c.seq >= COALESCE($5::int8, 0) AND c.tenant_id = $6::text \
+                     AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
+                       OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
+                     AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
+                          SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
                           AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
                    ORDER BY c.seq LIMIT $2::int8 \
                    FOR UPDATE OF c SKIP LOCKED), \
@@ -151,6 +181,16 @@ impl BoxQueries {
                 } else {
                     "AND $3::text IS NULL"
                 }
+            ),
+            tenants: format!(
+                "WITH RECURSIVE t AS ( \
+                   (SELECT tenant_id FROM {t} WHERE status IN ('PENDING', 'PROCESSING') \
+                    ORDER BY tenant_id LIMIT 1) \
+                   UNION ALL \
+                   SELECT (SELECT x.tenant_id FROM {t} x WHERE x.status IN ('PENDING', 'PROCESSING') \
+                           AND x.tenant_id > t.tenant_id ORDER BY x.tenant_id LIMIT 1) \
+                   FROM t WHERE t.tenant_id IS NOT NULL) \
+                 SELECT tenant_id FROM t WHERE tenant_id IS NOT NULL LIMIT 10000"
             ),
             floor: format!("SELECT min(seq) FROM {t} WHERE status IN ('PENDING', 'PROCESSING')"),
             rows: format!(

@@ -6,7 +6,7 @@ use bandeja_core::store::{
 };
 use bandeja_core::wake::Wakers;
 use bandeja_core::{
-    BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage,
+    BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage, TenantId,
 };
 use sqlx::postgres::{PgConnection, Postgres};
 use sqlx::{Connection, Row, Transaction};
@@ -167,12 +167,22 @@ impl Store for PgStore {
         if request.limit == 0 {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query(&self.queries(box_kind).claim)
+        let queries = self.queries(box_kind);
+        let sql = if request.tenant.is_some() {
+            &queries.claim_tenant
+        } else {
+            &queries.claim
+        };
+        let mut query = sqlx::query(sql)
             .bind(request.ordered)
             .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
             .bind(request.worker_id)
             .bind(seconds(request.lease))
-            .bind(request.from_seq)
+            .bind(request.from_seq);
+        if let Some(tenant) = request.tenant {
+            query = query.bind(tenant.as_str().to_owned());
+        }
+        let rows = query
             .fetch_all(self.pool())
             .await
             .map_err(|e| sqlx_error("claim rows", e))?;
@@ -235,6 +245,17 @@ impl Store for PgStore {
         resolve_on(self, &mut conn, box_kind, worker_id, outcomes)
             .await
             .map(|_| ())
+    }
+
+    async fn active_tenants(&self, box_kind: BoxKind) -> Result<Vec<TenantId>, StoreError> {
+        let names: Vec<String> = sqlx::query_scalar(&self.queries(box_kind).tenants)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| sqlx_error("list active tenants", e))?;
+        Ok(names
+            .into_iter()
+            .filter_map(|n| TenantId::new(n).ok())
+            .collect())
     }
 
     async fn live_floor(&self, box_kind: BoxKind) -> Result<Option<i64>, StoreError> {

@@ -105,6 +105,7 @@ async fn unmigrated_schema_is_a_migration_error() {
         lease: std::time::Duration::from_secs(30),
         ordered: true,
         from_seq: None,
+        tenant: None,
     };
     let err = bare
         .claim(BoxKind::OutboxEvents, &request)

@@ -14,6 +14,9 @@ pub(crate) const COMMON_COLUMNS: &str = "seq, id, tenant_id, message_type, schem
 /// The statements of one box.
 pub(crate) struct BoxQueries {
     pub(crate) select_due: String,
+    pub(crate) select_due_tenant: String,
+    pub(crate) tenants: String,
+    pub(crate) floor: String,
     pub(crate) claim: String,
     pub(crate) resolve: String,
     pub(crate) complete: String,
@@ -47,10 +50,24 @@ impl BoxQueries {
                    AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
                      OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
                    AND (?1 = 0 OR c.partition_key IS NULL OR NOT EXISTS ( \
-                        SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key {same_subscriber} \
+                        SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
                         AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
                  ORDER BY c.seq LIMIT ?2"
             ),
+            select_due_tenant: format!(
+                "SELECT c.seq, c.status FROM {t} c \
+                 WHERE c.status IN ('PENDING', 'PROCESSING') AND c.seq >= COALESCE(?3, 0) AND c.tenant_id = ?4 \
+                   AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
+                     OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
+                   AND (?1 = 0 OR c.partition_key IS NULL OR NOT EXISTS ( \
+                        SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
+                        AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
+                 ORDER BY c.seq LIMIT ?2"
+            ),
+            tenants: format!(
+                "SELECT DISTINCT tenant_id FROM {t} WHERE status IN ('PENDING', 'PROCESSING') LIMIT 10000"
+            ),
+            floor: format!("SELECT min(seq) FROM {t} WHERE status IN ('PENDING', 'PROCESSING')"),
             // ?1 = worker, ?2 = lease modifier ('+30.000 seconds'), ?3 = JSON array of seqs
             claim: format!(
                 "UPDATE {t} SET \

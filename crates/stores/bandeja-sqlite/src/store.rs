@@ -9,7 +9,7 @@ use bandeja_core::store::{
 };
 use bandeja_core::wake::Wakers;
 use bandeja_core::{
-    BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage,
+    BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage, TenantId,
 };
 use sqlx::sqlite::{Sqlite, SqliteConnection};
 use sqlx::{Row, Transaction};
@@ -197,10 +197,19 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| sqlx_error("begin a claim", e))?;
         let limit = i64::try_from(request.limit).unwrap_or(i64::MAX);
-        let due = sqlx::query(&queries.select_due)
+        let sql = if request.tenant.is_some() {
+            &queries.select_due_tenant
+        } else {
+            &queries.select_due
+        };
+        let mut select = sqlx::query(sql)
             .bind(i64::from(request.ordered))
             .bind(limit)
-            .bind(request.from_seq)
+            .bind(request.from_seq);
+        if let Some(tenant) = request.tenant {
+            select = select.bind(tenant.as_str().to_owned());
+        }
+        let due = select
             .fetch_all(&mut *tx)
             .await
             .map_err(|e| sqlx_error("select due rows", e))?;
@@ -329,6 +338,24 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| sqlx_error("savepoint", e))?;
         Ok(())
+    }
+
+    async fn active_tenants(&self, box_kind: BoxKind) -> Result<Vec<TenantId>, StoreError> {
+        let names: Vec<String> = sqlx::query_scalar(&self.queries(box_kind).tenants)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| sqlx_error("list active tenants", e))?;
+        Ok(names
+            .into_iter()
+            .filter_map(|n| TenantId::new(n).ok())
+            .collect())
+    }
+
+    async fn live_floor(&self, box_kind: BoxKind) -> Result<Option<i64>, StoreError> {
+        sqlx::query_scalar(&self.queries(box_kind).floor)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| sqlx_error("read the live floor", e))
     }
 
     fn single_writer(&self) -> bool {
