@@ -70,6 +70,10 @@ pub(crate) struct Args {
     /// How handlers are wrapped in transactions (`auto`: the store decides).
     #[arg(long, default_value = "auto")]
     pub(crate) handler_transaction: String,
+    /// COMPLETED rows put into the outbox and the inbox before measuring (history the
+    /// claims must not slow down with).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) history: u64,
     /// Internal: run only the workers until killed (used for `--processes`).
     #[arg(long, hide = true)]
     pub(crate) worker_only: bool,

@@ -24,6 +24,8 @@ pub(crate) trait BenchDb: Store + Inspect {
     ) -> Result<(), sqlx::Error>;
     /// How many messages have been handled.
     async fn effects(&self) -> Result<i64, BoxError>;
+    /// Inserts `n` COMPLETED rows into `outbox_events` and `inbox_events`.
+    async fn seed_history(&self, n: u64) -> Result<(), BoxError>;
     /// Every recorded latency, in microseconds.
     async fn latencies(&self) -> Result<Vec<i64>, BoxError>;
 }
@@ -54,6 +56,33 @@ impl BenchDb for SqliteStore {
         .bind(serde_json::Value::Array(json).to_string())
         .execute(conn)
         .await?;
+        Ok(())
+    }
+
+    async fn seed_history(&self, n: u64) -> Result<(), BoxError> {
+        for table in ["outbox_events", "inbox_events"] {
+            let subscriber = if table == "inbox_events" {
+                ", subscriber, received_at"
+            } else {
+                ""
+            };
+            let subscriber_value = if table == "inbox_events" {
+                ", 'old', 'x'"
+            } else {
+                ""
+            };
+            let sql = format!(
+                "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < $1) \
+                 INSERT INTO {table} (id, tenant_id, message_type, schema_version, partition_key, payload, \
+                   headers, status, next_attempt_at, occurred_at, created_at, last_modified_at, completed_at{subscriber}) \
+                 SELECT 'history-' || n, 'default', 'bench.Old', 1, 'old-' || (n % 1000), '{{}}', '{{}}', \
+                   'COMPLETED', 'x', 'x', 'x', 'x', 'x'{subscriber_value} FROM c"
+            );
+            sqlx::query(&sql)
+                .bind(i64::try_from(n)?)
+                .execute(self.pool())
+                .await?;
+        }
         Ok(())
     }
 
@@ -95,6 +124,33 @@ impl BenchDb for PgStore {
             .bind(latencies)
             .execute(conn)
             .await?;
+        Ok(())
+    }
+
+    async fn seed_history(&self, n: u64) -> Result<(), BoxError> {
+        for table in ["outbox_events", "inbox_events"] {
+            let (subscriber, subscriber_value) = if table == "inbox_events" {
+                (", subscriber, received_at", ", 'old', now()")
+            } else {
+                ("", "")
+            };
+            let sql = format!(
+                "INSERT INTO {schema}.{table} (id, tenant_id, message_type, schema_version, partition_key, \
+                   payload, headers, status, next_attempt_at, occurred_at, created_at, last_modified_at, \
+                   completed_at{subscriber}) \
+                 SELECT gen_random_uuid(), 'default', 'bench.Old', 1, 'old-' || (n % 1000), '{{}}', '{{}}', \
+                   'COMPLETED', now(), now(), now(), now(), now(){subscriber_value} \
+                 FROM generate_series(1, $1) AS n",
+                schema = self.schema()
+            );
+            sqlx::query(&sql)
+                .bind(i64::try_from(n)?)
+                .execute(self.pool())
+                .await?;
+            sqlx::query(&format!("VACUUM ANALYZE {}.{table}", self.schema()))
+                .execute(self.pool())
+                .await?;
+        }
         Ok(())
     }
 

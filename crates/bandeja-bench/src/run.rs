@@ -147,6 +147,10 @@ async fn go<S: BenchDb>(
 ) -> Result<(), BoxError> {
     store.migrate().await?;
     store.create_effects().await?;
+    if args.history > 0 && !args.worker_only {
+        eprintln!("seeding {} COMPLETED rows into each box...", args.history);
+        store.seed_history(args.history).await?;
+    }
     if args.worker_only {
         let running = start_workers(&store, args).await?;
         let _ = tokio::signal::ctrl_c().await;
@@ -173,7 +177,7 @@ fn ping(n: u64, keys: u64) -> Result<MessageRecord, BoxError> {
 
 async fn wait_for<S: BenchDb>(store: &S, target: i64, limit: Duration) -> Result<(), BoxError> {
     let start = Instant::now();
-    let mut last_report = Instant::now();
+    let mut last = (Instant::now(), 0i64);
     loop {
         let done = store.effects().await?;
         if done >= target {
@@ -182,15 +186,82 @@ async fn wait_for<S: BenchDb>(store: &S, target: i64, limit: Duration) -> Result
         if start.elapsed() > limit {
             return Err(format!("only {done} of {target} messages handled after {limit:?}").into());
         }
-        if last_report.elapsed() > Duration::from_secs(5) {
+        if last.0.elapsed() >= Duration::from_secs(5) {
+            let rate = (done - last.1) as f64 / last.0.elapsed().as_secs_f64();
             eprintln!(
-                "  {done}/{target} handled after {:.1}s",
+                "  t={:.0}s handled={done}/{target} rate={rate:.0}/s",
                 start.elapsed().as_secs_f64()
             );
-            last_report = Instant::now();
+            last = (Instant::now(), done);
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// Peak resident memory (VmHWM) of a process, in MB.
+fn peak_rss_mb(pid: Option<u32>) -> f64 {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/status"),
+        None => "/proc/self/status".to_owned(),
+    };
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Peak resident memory of the worker processes (this one, or the children).
+fn workers_rss_mb(workers: &Workers) -> f64 {
+    match workers {
+        Workers::Here(_) => peak_rss_mb(None),
+        Workers::Children(children) => children
+            .0
+            .iter()
+            .filter_map(tokio::process::Child::id)
+            .map(|pid| peak_rss_mb(Some(pid)))
+            .fold(0.0, f64::max),
+    }
+}
+
+/// The closing JSON line.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    args: &Args,
+    mode: &str,
+    messages: u64,
+    seconds: f64,
+    latencies: &mut [i64],
+    rss: f64,
+    extra: serde_json::Value,
+) {
+    latencies.sort_unstable();
+    // Nearest-rank percentile over the sorted latencies, in milliseconds.
+    let pick = |percent: usize| -> f64 {
+        let index = (latencies.len().saturating_sub(1) * percent).div_ceil(100);
+        latencies.get(index).copied().unwrap_or_default() as f64 / 1000.0
+    };
+    let mut line = serde_json::json!({
+        "store": format!("{:?}", args.store).to_lowercase(),
+        "transport": "in-process",
+        "mode": mode,
+        "messages": messages,
+        "processes": args.processes.max(1),
+        "seconds": seconds,
+        "throughput_per_s": messages as f64 / seconds,
+        "latency_p50_ms": pick(50),
+        "latency_p99_ms": pick(99),
+        "max_rss_mb": rss,
+    });
+    if let (Some(line), serde_json::Value::Object(extra)) = (line.as_object_mut(), extra) {
+        line.extend(extra);
+    }
+    println!("{line}");
 }
 
 async fn drain<S: BenchDb>(
@@ -221,14 +292,19 @@ async fn drain<S: BenchDb>(
     let target = i64::try_from(args.messages)?;
     let result = wait_for(store, target, Duration::from_secs(3600)).await;
     let seconds = started.elapsed().as_secs_f64();
+    let rss = workers_rss_mb(&workers);
     stop(workers).await;
     result?;
-    let report = serde_json::json!({
-        "mode": "drain", "store": format!("{:?}", args.store).to_lowercase(), "transport": "in-process",
-        "processes": args.processes.max(1), "messages": args.messages, "seconds": seconds,
-        "messages_per_second": args.messages as f64 / seconds,
-    });
-    println!("{report}");
+    let mut latencies = store.latencies().await?;
+    report(
+        args,
+        "drain",
+        args.messages,
+        seconds,
+        &mut latencies,
+        rss,
+        serde_json::json!({"history": args.history}),
+    );
     Ok(())
 }
 
@@ -271,21 +347,13 @@ async fn live<S: BenchDb>(
     }
     let emit_seconds = started.elapsed().as_secs_f64();
     let result = wait_for(store, i64::try_from(total)?, Duration::from_secs(120)).await;
+    let seconds = started.elapsed().as_secs_f64();
+    let rss = workers_rss_mb(&workers);
     stop(workers).await;
     result?;
     let mut latencies = store.latencies().await?;
-    latencies.sort_unstable();
-    // Nearest-rank percentile over the sorted latencies, in milliseconds.
-    let pick = |percent: usize| -> f64 {
-        let index = (latencies.len().saturating_sub(1) * percent).div_ceil(100);
-        latencies.get(index).copied().unwrap_or_default() as f64 / 1000.0
-    };
-    let report = serde_json::json!({
-        "mode": "live", "store": format!("{:?}", args.store).to_lowercase(), "transport": "in-process",
-        "processes": args.processes.max(1), "rate": args.rate, "messages": total,
-        "achieved_rate": total as f64 / emit_seconds,
-        "p50_ms": pick(50), "p90_ms": pick(90), "p99_ms": pick(99), "max_ms": pick(100),
-    });
-    println!("{report}");
+    let extra =
+        serde_json::json!({"rate": args.rate, "achieved_rate": total as f64 / emit_seconds});
+    report(args, "live", total, seconds, &mut latencies, rss, extra);
     Ok(())
 }
