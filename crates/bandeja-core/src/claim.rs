@@ -6,11 +6,63 @@ use crate::error::Result;
 use crate::record::{BoxKind, StoredMessage};
 use crate::runtime::Shared;
 use crate::store::{ClaimRequest, Store};
+use crate::tenant::TenantId;
 use crate::worker::Claimed;
 
 /// Tenants served by one cycle at most; with more active tenants the rotation reaches
 /// the others in the next cycles.
 const TENANTS_PER_CYCLE: usize = 8;
+
+/// What one cycle asks for: the shared settings and, per request, a limit and a tenant.
+pub(crate) struct Plan {
+    floor: Option<i64>,
+    /// `(limit, tenant)` of each claim of the cycle.
+    pub(crate) parts: Vec<(usize, Option<TenantId>)>,
+}
+
+impl Plan {
+    /// The claim request of one part.
+    pub(crate) fn request<'a, S: Store>(
+        &self,
+        shared: &Shared<S>,
+        box_kind: BoxKind,
+        token: &'a str,
+        part: &'a (usize, Option<TenantId>),
+    ) -> ClaimRequest<'a> {
+        let config = shared.config.group(box_kind.group());
+        ClaimRequest {
+            worker_id: token,
+            limit: part.0,
+            lease: config.lock_at_most_for,
+            ordered: config.ordered,
+            from_seq: self.floor,
+            tenant: part.1.as_ref(),
+        }
+    }
+}
+
+/// The claims of this cycle: one for the whole batch, or a share per active tenant.
+pub(crate) async fn plan<S: Store>(shared: &Shared<S>, box_kind: BoxKind, slot: &Claimed) -> Plan {
+    let batch = shared.config.group(box_kind.group()).batch_size;
+    let snapshot = slot.floor.current(&shared.store, box_kind).await;
+    let tenants = snapshot.tenants;
+    if tenants.len() <= 1 {
+        return Plan {
+            floor: snapshot.floor,
+            parts: vec![(batch, None)],
+        };
+    }
+    let serve = tenants.len().min(TENANTS_PER_CYCLE);
+    let share = (batch / serve).max(1);
+    let start = slot.floor.rotate();
+    let parts = (0..serve)
+        .map(|i| (share, Some(tenants[(start + i) % tenants.len()].clone())))
+        .collect();
+    Plan {
+        floor: snapshot.floor,
+        parts,
+    }
+}
 
 /// Claims up to `batch-size` rows of `box_kind` under `token`.
 pub(crate) async fn claim<S: Store>(
@@ -19,31 +71,10 @@ pub(crate) async fn claim<S: Store>(
     token: &str,
     slot: &Claimed,
 ) -> Result<Vec<StoredMessage>> {
-    let config = shared.config.group(box_kind.group());
-    let snapshot = slot.floor.current(&shared.store, box_kind).await;
-    let request = ClaimRequest {
-        worker_id: token,
-        limit: config.batch_size,
-        lease: config.lock_at_most_for,
-        ordered: config.ordered,
-        from_seq: snapshot.floor,
-        tenant: None,
-    };
-    let tenants = &snapshot.tenants;
-    if tenants.len() <= 1 {
-        return Ok(shared.store.claim(box_kind, &request).await?);
-    }
-    let serve = tenants.len().min(TENANTS_PER_CYCLE);
-    let share = (config.batch_size / serve).max(1);
-    let start = slot.floor.rotate();
+    let plan = plan(shared, box_kind, slot).await;
     let mut claimed = Vec::new();
-    for i in 0..serve {
-        let tenant = &tenants[(start + i) % tenants.len()];
-        let request = ClaimRequest {
-            limit: share,
-            tenant: Some(tenant),
-            ..request.clone()
-        };
+    for part in &plan.parts {
+        let request = plan.request(shared, box_kind, token, part);
         claimed.extend(shared.store.claim(box_kind, &request).await?);
     }
     Ok(claimed)

@@ -30,12 +30,22 @@ pub(crate) struct Shared<S: Store> {
     /// Random per runtime: two processes given the same worker id still issue distinct
     /// claim tokens.
     pub(crate) instance: u32,
+    /// The in-process routes of events and of commands (the registry never changes).
+    pub(crate) routes: [Vec<crate::store::Route>; 2],
 }
 
 impl<S: Store> Shared<S> {
     /// A lock token unique to one claim (`<worker id>#<instance>.<n>`), so that no two
     /// claims — of one process or of two given the same worker id — can complete each
     /// other's rows.
+    /// The in-process routes of `kind`.
+    pub(crate) fn routes(&self, kind: MessageKind) -> &[crate::store::Route] {
+        match kind {
+            MessageKind::Event => &self.routes[0],
+            MessageKind::Command => &self.routes[1],
+        }
+    }
+
     pub(crate) fn claim_token(&self) -> String {
         let n = self
             .claims
@@ -165,6 +175,10 @@ impl<S: Store> BandejaBuilder<S> {
         }
         self.config.validate()?;
         let worker_id = self.worker_id.unwrap_or_else(default_worker_id);
+        let routes = [
+            self.registry.routes(MessageKind::Event),
+            self.registry.routes(MessageKind::Command),
+        ];
         Ok(Bandeja {
             shared: Arc::new(Shared {
                 store: self.store,
@@ -175,6 +189,7 @@ impl<S: Store> BandejaBuilder<S> {
                 handler_concurrency: self.handler_concurrency,
                 claims: std::sync::atomic::AtomicU64::new(0),
                 instance: rand::random::<u32>(),
+                routes,
             }),
         })
     }

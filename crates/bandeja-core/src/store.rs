@@ -103,6 +103,31 @@ impl SavepointStep {
     }
 }
 
+/// A route of the in-process transport: messages of `message_type` get an inbox row for
+/// `subscriber` (only those addressed to `tenant`, when set).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The message type.
+    pub message_type: String,
+    /// The subscriber that gets a row.
+    pub subscriber: String,
+    /// Only messages of this tenant (a tenant-scoped subscriber).
+    pub tenant: Option<crate::tenant::TenantId>,
+}
+
+/// What a one-statement relay did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RelayReport {
+    /// Outbox rows taken (COMPLETED, or FAILED for commands nobody handles).
+    pub moved: u64,
+    /// Inbox rows inserted.
+    pub inserted: u64,
+    /// Inbox rows that existed already (their delivery count went up).
+    pub duplicates: u64,
+    /// Commands with no route, marked FAILED.
+    pub failed: u64,
+}
+
 /// What an inbox insert did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReceiveReport {
@@ -211,6 +236,21 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// exclude each other (PostgreSQL) says `true`.
     fn prefers_batched_handlers(&self) -> bool {
         false
+    }
+
+    /// Capability: the in-process transport in one statement — claim due outbox rows of
+    /// `kind` as `request` says, insert one inbox row per matching route (dedup by
+    /// `(id, subscriber)`), and mark the outbox rows COMPLETED (commands with no route:
+    /// FAILED, saying so), all in one commit. `Ok(None)`: not supported (the default);
+    /// the worker then claims, transfers and marks in two steps.
+    async fn relay(
+        &self,
+        kind: MessageKind,
+        request: &ClaimRequest<'_>,
+        routes: &[Route],
+    ) -> Result<Option<RelayReport>, StoreError> {
+        let _ = (kind, request, routes);
+        Ok(None)
     }
 
     /// The smallest `seq` of a live (PENDING or PROCESSING) row in the box, `None` if

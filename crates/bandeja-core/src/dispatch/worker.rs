@@ -15,6 +15,11 @@ pub(crate) async fn cycle<S: Store>(
     claimed_slot: &Claimed,
 ) -> Result<usize> {
     let token = shared.claim_token();
+    if shared.transport.is_none() {
+        if let Some(moved) = relay(shared, box_kind, &token, claimed_slot).await? {
+            return Ok(moved);
+        }
+    }
     let claimed = crate::claim::claim(shared, box_kind, &token, claimed_slot).await?;
     if claimed.is_empty() {
         return Ok(0);
@@ -27,6 +32,34 @@ pub(crate) async fn cycle<S: Store>(
     }
     claimed_slot.clear();
     Ok(count)
+}
+
+/// In-process transport on a store that relays in one statement (claim, inbox rows,
+/// outbox marks: one commit). `None` when the store cannot.
+async fn relay<S: Store>(
+    shared: &Shared<S>,
+    box_kind: BoxKind,
+    token: &str,
+    slot: &Claimed,
+) -> Result<Option<usize>> {
+    let kind = box_kind.kind();
+    let routes = shared.routes(kind);
+    let plan = crate::claim::plan(shared, box_kind, slot).await;
+    let mut moved = 0;
+    for part in &plan.parts {
+        let request = plan.request(shared, box_kind, token, part);
+        let Some(report) = shared.store.relay(kind, &request, routes).await? else {
+            return Ok(None);
+        };
+        if report.inserted > 0 {
+            shared.store.wakers().wake(kind.inbox());
+        }
+        if report.failed > 0 {
+            tracing::warn!(box = %box_kind, failed = report.failed, "commands with no handler in this process marked FAILED");
+        }
+        moved += usize::try_from(report.moved).unwrap_or(usize::MAX);
+    }
+    Ok(Some(moved))
 }
 
 /// In-process transport: inbox rows for every subscriber and the outbox outcomes, in one

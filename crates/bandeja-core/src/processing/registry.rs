@@ -141,6 +141,26 @@ impl<S: Store> Registry<S> {
         self.by_type.keys().any(|(k, _)| *k == kind)
     }
 
+    /// Every route of `kind`: (message type, subscriber, tenant filter).
+    pub(crate) fn routes(&self, kind: MessageKind) -> Vec<crate::store::Route> {
+        let mut routes: Vec<crate::store::Route> = self
+            .by_type
+            .iter()
+            .filter(|((k, _), _)| *k == kind)
+            .flat_map(|((_, message_type), list)| {
+                list.iter().map(move |s| crate::store::Route {
+                    message_type: message_type.clone(),
+                    subscriber: s.name.clone(),
+                    tenant: s.tenant.clone(),
+                })
+            })
+            .collect();
+        routes.sort_by(|a, b| {
+            (&a.message_type, &a.subscriber).cmp(&(&b.message_type, &b.subscriber))
+        });
+        routes
+    }
+
     /// The names of the subscribers that should get a row for a message of `message_type`
     /// addressed to `tenant`.
     pub(crate) fn subscribers_for(

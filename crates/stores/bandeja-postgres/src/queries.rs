@@ -66,6 +66,11 @@ pub(crate) struct BoxQueries {
     pub(crate) rows: String,
     /// The smallest live `seq`.
     pub(crate) floor: String,
+    /// Outboxes: the in-process transport in one statement (see [`relay`]); `$6` tenant or
+    /// NULL, `$7..$9` routes (message type, subscriber, tenant filter).
+    pub(crate) relay: String,
+    /// As `relay`, only the rows of tenant `$6`.
+    pub(crate) relay_tenant: String,
     /// Outboxes: `$1` ids, `$2..$13` message columns. Inboxes: `$1` ids, `$2` subscribers,
     /// `$3..$14` message columns, `$15` deliveries per row; returns
     /// `(id, subscriber, delivery_count)`. Both notify the channel when rows were written.
@@ -192,6 +197,8 @@ impl BoxQueries {
                    FROM t WHERE t.tenant_id IS NOT NULL) \
                  SELECT tenant_id FROM t WHERE tenant_id IS NOT NULL LIMIT 10000"
             ),
+            relay: relay(&t, schema, channel, box_kind, false),
+            relay_tenant: relay(&t, schema, channel, box_kind, true),
             floor: format!("SELECT min(seq) FROM {t} WHERE status IN ('PENDING', 'PROCESSING')"),
             rows: format!(
                 "SELECT {}, false AS reclaimed FROM {t} ORDER BY seq{}",
@@ -287,5 +294,79 @@ fn insert_inbox(t: &str, channel: &str, name: &str) -> String {
             &[("id", "uuid"), ("subscriber", "text")],
             &[("deliveries", "int4")]
         ),
+    )
+}
+
+/// The whole in-process dispatch of a batch as one statement (one commit): the due outbox
+/// rows are claimed as by `claim` (same filters), marked COMPLETED — or FAILED for a
+/// command no route takes — and copied into the inbox once per matching route, with
+/// dedup on `(id, subscriber)`, in `seq` order; the inbox's channel is notified. Returns
+/// `(moved, inserted, duplicates, failed)`.
+fn relay(t: &str, schema: &str, channel: &str, box_kind: BoxKind, by_tenant: bool) -> String {
+    let inbox_name = box_kind.kind().inbox().table();
+    let inbox = format!("\"{schema}\".{inbox_name}");
+    let command = box_kind.kind() == bandeja_core::MessageKind::Command;
+    let tenant_filter = if by_tenant {
+        "AND c.tenant_id = $6::text"
+    } else {
+        "AND $6::text IS NULL"
+    };
+    let unrouted = "NOT EXISTS (SELECT 1 FROM routes r WHERE r.message_type = t.message_type \
+         AND (r.tenant IS NULL OR r.tenant = COALESCE(t.target_tenant_id, t.tenant_id)))";
+    let (status, error) = if command {
+        (
+            format!("CASE WHEN {unrouted} THEN 'FAILED' ELSE 'COMPLETED' END"),
+            format!(
+                "CASE WHEN {unrouted} THEN 'no handler for command type `' || t.message_type \
+                   || '` (target service `' || COALESCE(t.target_service, '?') \
+                   || '`) in this process: register one with `on_command`, or configure a broker \
+                   transport that routes it' ELSE t.last_error END"
+            ),
+        )
+    } else {
+        ("'COMPLETED'".to_owned(), "t.last_error".to_owned())
+    };
+    format!(
+        "WITH routes AS ( \
+           SELECT * FROM UNNEST($7::text[], $8::text[], $9::text[]) AS r(message_type, subscriber, tenant)), \
+         due AS ( \
+           SELECT c.ctid AS row_id FROM {t} c \
+           WHERE c.status IN ('PENDING', 'PROCESSING') \
+             AND c.seq >= COALESCE($5::int8, 0) {tenant_filter} \
+             AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
+               OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
+             AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
+                  SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id \
+                  AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
+           ORDER BY c.seq LIMIT $2::int8 \
+           FOR UPDATE OF c SKIP LOCKED), \
+         moved AS ( \
+           UPDATE {t} AS t SET \
+             status = {status}, last_error = {error}, \
+             locked_by = NULL, locked_until = NULL, last_modified_at = {NOW}, \
+             completed_at = CASE WHEN {status} = 'COMPLETED' THEN {NOW} ELSE NULL END \
+           WHERE t.ctid = ANY(ARRAY(SELECT row_id FROM due)) AND $3::text IS NOT NULL AND $4::float8 >= 0 \
+           RETURNING t.*), \
+         ins AS ( \
+           INSERT INTO {inbox} AS x (id, subscriber, tenant_id, message_type, schema_version, partition_key, \
+             aggregate_type, aggregate_id, payload, headers, source_tenant_id, target_tenant_id, target_service, \
+             occurred_at, status, retry_count, next_attempt_at, created_at, last_modified_at, received_at, \
+             delivery_count) \
+           SELECT m.id, r.subscriber, COALESCE(m.target_tenant_id, m.tenant_id), m.message_type, \
+             m.schema_version, m.partition_key, m.aggregate_type, m.aggregate_id, m.payload, m.headers, \
+             m.source_tenant_id, m.target_tenant_id, m.target_service, m.occurred_at, 'PENDING', 0, \
+             {NOW}, {NOW}, {NOW}, {NOW}, 1 \
+           FROM moved m JOIN routes r ON r.message_type = m.message_type \
+             AND (r.tenant IS NULL OR r.tenant = COALESCE(m.target_tenant_id, m.tenant_id)) \
+           WHERE m.status = 'COMPLETED' \
+           ORDER BY m.seq, r.subscriber \
+           ON CONFLICT (id, subscriber) DO UPDATE SET delivery_count = x.delivery_count + 1 \
+           RETURNING x.delivery_count) \
+         SELECT (SELECT count(*) FROM moved) AS moved, \
+                (SELECT count(*) FROM ins WHERE delivery_count = 1) AS inserted, \
+                (SELECT count(*) FROM ins WHERE delivery_count > 1) AS duplicates, \
+                (SELECT count(*) FROM moved WHERE status = 'FAILED') AS failed, \
+                (SELECT count(*) FROM (SELECT pg_notify('{channel}', '{inbox_name}') \
+                   WHERE EXISTS (SELECT 1 FROM ins)) AS n) AS notified"
     )
 }

@@ -2,7 +2,8 @@
 
 use async_trait::async_trait;
 use bandeja_core::store::{
-    ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, RowView, SavepointStep,
+    ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, RelayReport, Route, RowView,
+    SavepointStep,
 };
 use bandeja_core::wake::Wakers;
 use bandeja_core::{
@@ -245,6 +246,55 @@ impl Store for PgStore {
         resolve_on(self, &mut conn, box_kind, worker_id, outcomes)
             .await
             .map(|_| ())
+    }
+
+    async fn relay(
+        &self,
+        kind: MessageKind,
+        request: &ClaimRequest<'_>,
+        routes: &[Route],
+    ) -> Result<Option<RelayReport>, StoreError> {
+        let queries = self.queries(kind.outbox());
+        let sql = if request.tenant.is_some() {
+            &queries.relay_tenant
+        } else {
+            &queries.relay
+        };
+        let types: Vec<&str> = routes.iter().map(|r| r.message_type.as_str()).collect();
+        let subscribers: Vec<&str> = routes.iter().map(|r| r.subscriber.as_str()).collect();
+        let tenants: Vec<Option<&str>> = routes
+            .iter()
+            .map(|r| r.tenant.as_ref().map(TenantId::as_str))
+            .collect();
+        let row = sqlx::query(sql)
+            .bind(request.ordered)
+            .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
+            .bind(request.worker_id)
+            .bind(seconds(request.lease))
+            .bind(request.from_seq)
+            .bind(request.tenant.map(|t| t.as_str().to_owned()))
+            .bind(types)
+            .bind(subscribers)
+            .bind(tenants)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| sqlx_error("relay outbox rows into the inbox", e))?;
+        let count = |column: &str| -> Result<u64, StoreError> {
+            let n: i64 = row
+                .try_get(column)
+                .map_err(|e| sqlx_error("read the relay report", e))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        };
+        let report = RelayReport {
+            moved: count("moved")?,
+            inserted: count("inserted")?,
+            duplicates: count("duplicates")?,
+            failed: count("failed")?,
+        };
+        if report.inserted > 0 {
+            self.local_wakers().wake(kind.inbox());
+        }
+        Ok(Some(report))
     }
 
     async fn active_tenants(&self, box_kind: BoxKind) -> Result<Vec<TenantId>, StoreError> {
