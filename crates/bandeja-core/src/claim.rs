@@ -55,9 +55,12 @@ pub(crate) async fn plan<S: Store>(shared: &Shared<S>, box_kind: BoxKind, slot: 
     let serve = tenants.len().min(TENANTS_PER_CYCLE);
     let share = (batch / serve).max(1);
     let start = slot.floor.rotate();
-    let parts = (0..serve)
+    let mut parts: Vec<_> = (0..serve)
         .map(|i| (share, Some(tenants[(start + i) % tenants.len()].clone())))
         .collect();
+    // Per-tenant claims take PENDING rows; one untenanted share also takes over expired
+    // leases (and serves tenants beyond this cycle's rotation).
+    parts.push((share, None));
     Plan {
         floor: snapshot.floor,
         parts,

@@ -12,6 +12,9 @@ use crate::runtime::Shared;
 use crate::store::{Outcome, Store};
 use crate::worker::Claimed;
 
+/// Smallest chunk of a batched cycle (one transaction, one commit per chunk).
+const MIN_CHUNK: usize = 64;
+
 /// Runs one cycle on `box_kind` (an inbox). Returns how many rows were claimed.
 pub(crate) async fn cycle<S: Store>(
     shared: &Shared<S>,
@@ -37,7 +40,9 @@ pub(crate) async fn cycle<S: Store>(
         } else {
             shared.handler_concurrency
         };
-        let chunks = writers.min(claimed.len()).max(1);
+        // Each chunk costs a commit: chunks of at least MIN_CHUNK rows, as many at once as
+        // the concurrency allows.
+        let chunks = writers.min(claimed.len().div_ceil(MIN_CHUNK)).max(1);
         let size = claimed.len().div_ceil(chunks);
         let runs: Vec<_> = claimed
             .chunks(size)

@@ -141,7 +141,7 @@ impl BoxQueries {
                 "WITH due AS ( \
                    SELECT c.ctid AS row_id, c.seq, c.status FROM {t} c \
                    WHERE c.status IN ('PENDING', 'PROCESSING') \
-                     AND c.seq >= COALESCE($5::int8, 0) AND c.tenant_id = $6::text \
+                     AND c.seq >= COALESCE($5::int8, 0) AND c.tenant_id = $6::text AND c.status = 'PENDING' \
                      AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
                        OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
                      AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
@@ -174,7 +174,7 @@ impl BoxQueries {
                    completed_at = CASE WHEN j.status = 'COMPLETED' THEN {NOW} ELSE NULL END \
                  FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int4[], $5::float8[], $6::text[]) \
                    AS j(id, sub, status, retry_count, delay, error) \
-                 WHERE t.id = j.id {subscriber_join} \
+                 WHERE t.id = ANY($1::uuid[]) AND t.id = j.id {subscriber_join} \
                    AND t.status = 'PROCESSING' AND t.locked_by = $7::text"
             ),
             complete: format!(
@@ -189,10 +189,10 @@ impl BoxQueries {
             ),
             tenants: format!(
                 "WITH RECURSIVE t AS ( \
-                   (SELECT tenant_id FROM {t} WHERE status IN ('PENDING', 'PROCESSING') \
+                   (SELECT tenant_id FROM {t} WHERE status = 'PENDING' \
                     ORDER BY tenant_id LIMIT 1) \
                    UNION ALL \
-                   SELECT (SELECT x.tenant_id FROM {t} x WHERE x.status IN ('PENDING', 'PROCESSING') \
+                   SELECT (SELECT x.tenant_id FROM {t} x WHERE x.status = 'PENDING' \
                            AND x.tenant_id > t.tenant_id ORDER BY x.tenant_id LIMIT 1) \
                    FROM t WHERE t.tenant_id IS NOT NULL) \
                  SELECT tenant_id FROM t WHERE tenant_id IS NOT NULL LIMIT 10000"
@@ -307,7 +307,7 @@ fn relay(t: &str, schema: &str, channel: &str, box_kind: BoxKind, by_tenant: boo
     let inbox = format!("\"{schema}\".{inbox_name}");
     let command = box_kind.kind() == bandeja_core::MessageKind::Command;
     let tenant_filter = if by_tenant {
-        "AND c.tenant_id = $6::text"
+        "AND c.tenant_id = $6::text AND c.status = 'PENDING'"
     } else {
         "AND $6::text IS NULL"
     };

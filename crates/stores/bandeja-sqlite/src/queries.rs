@@ -56,7 +56,7 @@ impl BoxQueries {
             ),
             select_due_tenant: format!(
                 "SELECT c.seq, c.status FROM {t} c \
-                 WHERE c.status IN ('PENDING', 'PROCESSING') AND c.seq >= COALESCE(?3, 0) AND c.tenant_id = ?4 \
+                 WHERE c.status IN ('PENDING', 'PROCESSING') AND c.seq >= COALESCE(?3, 0) AND c.tenant_id = ?4 AND c.status = 'PENDING' \
                    AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
                      OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
                    AND (?1 = 0 OR c.partition_key IS NULL OR NOT EXISTS ( \
@@ -65,7 +65,7 @@ impl BoxQueries {
                  ORDER BY c.seq LIMIT ?2"
             ),
             tenants: format!(
-                "SELECT DISTINCT tenant_id FROM {t} WHERE status IN ('PENDING', 'PROCESSING') LIMIT 10000"
+                "SELECT DISTINCT tenant_id FROM {t} WHERE status = 'PENDING' LIMIT 10000"
             ),
             floor: format!("SELECT min(seq) FROM {t} WHERE status IN ('PENDING', 'PROCESSING')"),
             // ?1 = worker, ?2 = lease modifier ('+30.000 seconds'), ?3 = JSON array of seqs
