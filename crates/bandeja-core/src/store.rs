@@ -253,6 +253,14 @@ pub trait Store: Clone + Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Housekeeping a worker asks for about once a second per box (in the background):
+    /// keep planner statistics and dead index entries from degrading claims (PostgreSQL:
+    /// `ANALYZE`/`VACUUM` of the box when enough rows changed). Default: nothing.
+    async fn maintain(&self, box_kind: BoxKind) -> Result<(), StoreError> {
+        let _ = box_kind;
+        Ok(())
+    }
+
     /// The smallest `seq` of a live (PENDING or PROCESSING) row in the box, `None` if
     /// there is none or the store does not track it (the default).
     async fn live_floor(&self, box_kind: BoxKind) -> Result<Option<i64>, StoreError> {

@@ -57,6 +57,8 @@ impl Claimed {
 pub(crate) struct Floor {
     cache: Mutex<Option<Snapshot>>,
     rotation: std::sync::atomic::AtomicUsize,
+    /// Whether a [`Store::maintain`] call of this box is running.
+    maintaining: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The floor and the active tenants, as read at `at`.
@@ -80,6 +82,7 @@ impl Floor {
                 return snapshot;
             }
         }
+        self.maintain(store, box_kind);
         let snapshot = Snapshot {
             floor: store.live_floor(box_kind).await.unwrap_or(None),
             tenants: store.active_tenants(box_kind).await.unwrap_or_default(),
@@ -89,6 +92,21 @@ impl Floor {
             *cache = Some(snapshot.clone());
         }
         snapshot
+    }
+
+    /// Starts the store's housekeeping of the box in the background, unless it is running.
+    fn maintain<S: Store>(&self, store: &S, box_kind: BoxKind) {
+        use std::sync::atomic::Ordering;
+        if self.maintaining.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (store, running) = (store.clone(), self.maintaining.clone());
+        tokio::spawn(async move {
+            if let Err(error) = store.maintain(box_kind).await {
+                tracing::debug!(box = %box_kind, %error, "box housekeeping failed");
+            }
+            running.store(false, Ordering::Release);
+        });
     }
 
     /// The next position of the tenant rotation.
