@@ -12,6 +12,9 @@ use crate::runtime::Shared;
 use crate::store::{Outcome, Store};
 use crate::worker::Claimed;
 
+/// Handlers at once, per message, on a single-writer store.
+const SINGLE_WRITER_CONCURRENCY: usize = 4;
+
 /// Smallest chunk of a batched cycle (one transaction, one commit per chunk).
 const MIN_CHUNK: usize = 64;
 
@@ -32,6 +35,13 @@ pub(crate) async fn cycle<S: Store>(
         HandlerTransaction::Message => false,
         HandlerTransaction::Batch => true,
         HandlerTransaction::Auto => shared.store.prefers_batched_handlers(),
+    };
+    // One writer at a time (SQLite): more concurrent handler transactions only wait for
+    // each other's locks; a few still let a slow handler not hold up the rest.
+    let concurrency = if shared.store.single_writer() {
+        shared.handler_concurrency.min(SINGLE_WRITER_CONCURRENCY)
+    } else {
+        shared.handler_concurrency
     };
     let failures: Vec<Outcome> = if batched {
         // Split over the handler concurrency: each chunk is one transaction.
@@ -59,7 +69,7 @@ pub(crate) async fn cycle<S: Store>(
             .map(|message| single::handle_one(shared, box_kind, &token, message))
             .collect();
         let results: Vec<Option<Outcome>> = futures::stream::iter(runs)
-            .buffer_unordered(shared.handler_concurrency)
+            .buffer_unordered(concurrency)
             .collect()
             .await;
         results.into_iter().flatten().collect()
