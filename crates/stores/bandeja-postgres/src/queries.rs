@@ -108,61 +108,8 @@ impl BoxQueries {
         };
         let returned = column_list("t.", inbox);
         BoxQueries {
-            // The rows are found through the partial index, locked, then updated by `ctid`
-            // (a TID scan: joining on `id` made the planner hash the whole table, history
-            // included). The old status is read from `due` to flag takeovers.
-            claim: format!(
-                "WITH due AS ( \
-                   SELECT c.ctid AS row_id, c.seq, c.status FROM {t} c \
-                   WHERE c.status IN ('PENDING', 'PROCESSING') \
-                     AND c.seq >= COALESCE($5::int8, 0) \
-                     AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
-                       OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
-                     AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
-                          SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
-                          AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
-                   ORDER BY c.seq LIMIT $2::int8 \
-                   FOR UPDATE OF c SKIP LOCKED), \
-                 claimed AS ( \
-                   UPDATE {t} AS t SET \
-                     retry_count = t.retry_count + CASE WHEN t.status = 'PROCESSING' THEN 1 ELSE 0 END, \
-                     last_error = CASE WHEN t.status = 'PROCESSING' \
-                       THEN 'lease of ' || COALESCE(t.locked_by, '?') || ' expired at ' \
-                            || COALESCE(t.locked_until::text, '?') || ' before it finished; taken over' \
-                       ELSE t.last_error END, \
-                     status = 'PROCESSING', locked_by = $3::text, \
-                     locked_until = {NOW} + $4::float8 * interval '1 second', last_modified_at = {NOW} \
-                   WHERE t.ctid = ANY(ARRAY(SELECT row_id FROM due)) \
-                   RETURNING {returned}) \
-                 SELECT t.*, (due.status = 'PROCESSING') AS reclaimed \
-                 FROM claimed t JOIN due ON due.seq = t.seq"
-            ),
-            claim_tenant: format!(
-                "WITH due AS ( \
-                   SELECT c.ctid AS row_id, c.seq, c.status FROM {t} c \
-                   WHERE c.status IN ('PENDING', 'PROCESSING') \
-                     AND c.seq >= COALESCE($5::int8, 0) AND c.tenant_id = $6::text AND c.status = 'PENDING' \
-                     AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
-                       OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
-                     AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
-                          SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
-                          AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
-                   ORDER BY c.seq LIMIT $2::int8 \
-                   FOR UPDATE OF c SKIP LOCKED), \
-                 claimed AS ( \
-                   UPDATE {t} AS t SET \
-                     retry_count = t.retry_count + CASE WHEN t.status = 'PROCESSING' THEN 1 ELSE 0 END, \
-                     last_error = CASE WHEN t.status = 'PROCESSING' \
-                       THEN 'lease of ' || COALESCE(t.locked_by, '?') || ' expired at ' \
-                            || COALESCE(t.locked_until::text, '?') || ' before it finished; taken over' \
-                       ELSE t.last_error END, \
-                     status = 'PROCESSING', locked_by = $3::text, \
-                     locked_until = {NOW} + $4::float8 * interval '1 second', last_modified_at = {NOW} \
-                   WHERE t.ctid = ANY(ARRAY(SELECT row_id FROM due)) \
-                   RETURNING {returned}) \
-                 SELECT t.*, (due.status = 'PROCESSING') AS reclaimed \
-                 FROM claimed t JOIN due ON due.seq = t.seq"
-            ),
+            claim: claim(&t, same_subscriber, &returned, false),
+            claim_tenant: claim(&t, same_subscriber, &returned, true),
             resolve: format!(
                 "UPDATE {t} AS t SET \
                    status = j.status, \
@@ -368,5 +315,43 @@ fn relay(t: &str, schema: &str, channel: &str, box_kind: BoxKind, by_tenant: boo
                 (SELECT count(*) FROM moved WHERE status = 'FAILED') AS failed, \
                 (SELECT count(*) FROM (SELECT pg_notify('{channel}', '{inbox_name}') \
                    WHERE EXISTS (SELECT 1 FROM ins)) AS n) AS notified"
+    )
+}
+
+/// The claim statement: due rows found through the partial index in `seq` order, locked,
+/// then updated by `ctid` (a TID scan: joining on `id` made the planner hash the whole
+/// table, history included). The old status is read from `due` to flag takeovers. With
+/// `by_tenant`, only PENDING rows of tenant `$6` (the pending-only tenant index).
+fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool) -> String {
+    let tenant_filter = if by_tenant {
+        "AND c.tenant_id = $6::text AND c.status = 'PENDING'"
+    } else {
+        ""
+    };
+    format!(
+        "WITH due AS ( \
+           SELECT c.ctid AS row_id, c.seq, c.status FROM {t} c \
+           WHERE c.status IN ('PENDING', 'PROCESSING') \
+             AND c.seq >= COALESCE($5::int8, 0) {tenant_filter} \
+             AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
+               OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
+             AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
+                  SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
+                  AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
+           ORDER BY c.seq LIMIT $2::int8 \
+           FOR UPDATE OF c SKIP LOCKED), \
+         claimed AS ( \
+           UPDATE {t} AS t SET \
+             retry_count = t.retry_count + CASE WHEN t.status = 'PROCESSING' THEN 1 ELSE 0 END, \
+             last_error = CASE WHEN t.status = 'PROCESSING' \
+               THEN 'lease of ' || COALESCE(t.locked_by, '?') || ' expired at ' \
+                    || COALESCE(t.locked_until::text, '?') || ' before it finished; taken over' \
+               ELSE t.last_error END, \
+             status = 'PROCESSING', locked_by = $3::text, \
+             locked_until = {NOW} + $4::float8 * interval '1 second', last_modified_at = {NOW} \
+           WHERE t.ctid = ANY(ARRAY(SELECT row_id FROM due)) \
+           RETURNING {returned}) \
+         SELECT t.*, (due.status = 'PROCESSING') AS reclaimed \
+         FROM claimed t JOIN due ON due.seq = t.seq"
     )
 }

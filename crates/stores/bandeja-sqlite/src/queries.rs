@@ -43,27 +43,8 @@ impl BoxQueries {
             String::new()
         };
         BoxQueries {
-            // ?1 = ordered (0/1), ?2 = limit, ?3 = floor seq
-            select_due: format!(
-                "SELECT c.seq, c.status FROM {t} c \
-                 WHERE c.status IN ('PENDING', 'PROCESSING') AND c.seq >= COALESCE(?3, 0) \
-                   AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
-                     OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
-                   AND (?1 = 0 OR c.partition_key IS NULL OR NOT EXISTS ( \
-                        SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
-                        AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
-                 ORDER BY c.seq LIMIT ?2"
-            ),
-            select_due_tenant: format!(
-                "SELECT c.seq, c.status FROM {t} c \
-                 WHERE c.status IN ('PENDING', 'PROCESSING') AND c.seq >= COALESCE(?3, 0) AND c.tenant_id = ?4 AND c.status = 'PENDING' \
-                   AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
-                     OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
-                   AND (?1 = 0 OR c.partition_key IS NULL OR NOT EXISTS ( \
-                        SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
-                        AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
-                 ORDER BY c.seq LIMIT ?2"
-            ),
+            select_due: select_due(t, same_subscriber, false),
+            select_due_tenant: select_due(t, same_subscriber, true),
             tenants: format!(
                 "SELECT DISTINCT tenant_id FROM {t} WHERE status = 'PENDING' LIMIT 10000"
             ),
@@ -145,5 +126,26 @@ pub(crate) fn insert_inbox(table: &str) -> String {
          FROM json_each(?1) WHERE true ORDER BY key \
          ON CONFLICT (id, subscriber) DO UPDATE SET delivery_count = delivery_count + 1 \
          RETURNING delivery_count"
+    )
+}
+
+/// The due rows of a claim, in `seq` order: `?1` ordered (0/1), `?2` limit, `?3` floor
+/// seq; with `by_tenant`, only PENDING rows of tenant `?4`.
+fn select_due(t: &str, same_subscriber: &str, by_tenant: bool) -> String {
+    let tenant_filter = if by_tenant {
+        "AND c.tenant_id = ?4 AND c.status = 'PENDING'"
+    } else {
+        ""
+    };
+    format!(
+        "SELECT c.seq, c.status FROM {t} c \
+         WHERE c.status IN ('PENDING', 'PROCESSING') AND c.seq >= COALESCE(?3, 0) {tenant_filter} \
+           AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
+             OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
+           AND (?1 = 0 OR c.partition_key IS NULL OR NOT EXISTS ( \
+                SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key \
+                AND o.tenant_id = c.tenant_id {same_subscriber} \
+                AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
+         ORDER BY c.seq LIMIT ?2"
     )
 }
