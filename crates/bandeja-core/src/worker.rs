@@ -77,12 +77,20 @@ impl Floor {
     /// second.
     pub(crate) async fn current<S: Store>(&self, store: &S, box_kind: BoxKind) -> Snapshot {
         let cached = self.cache.lock().ok().and_then(|c| c.clone());
-        if let Some(snapshot) = cached {
+        if let Some(snapshot) = cached.clone() {
             if snapshot.at.elapsed() < FLOOR_REFRESH {
                 return snapshot;
             }
         }
-        self.maintain(store, box_kind);
+        if cached.is_none() {
+            // First claim of this worker: a box that received a burst before any statistics
+            // were gathered makes the planner choose badly for its first (largest) claim.
+            if let Err(error) = store.maintain(box_kind).await {
+                tracing::debug!(box = %box_kind, %error, "box housekeeping failed");
+            }
+        } else {
+            self.maintain(store, box_kind);
+        }
         let snapshot = Snapshot {
             floor: store.live_floor(box_kind).await.unwrap_or(None),
             tenants: store.active_tenants(box_kind).await.unwrap_or_default(),
