@@ -164,15 +164,3 @@ impl BenchDb for PgStore {
         Ok(sqlx::query_scalar(&sql).fetch_all(self.pool()).await?)
     }
 }
-
-/// The outbox handle of either store.
-pub(crate) trait OutboxHandle: Store {
-    /// The store's outbox.
-    fn outbox_handle(&self) -> bandeja::Outbox<Self>;
-}
-
-impl<S: Store> OutboxHandle for S {
-    fn outbox_handle(&self) -> bandeja::Outbox<Self> {
-        bandeja::Outbox::new(self.clone())
-    }
-}

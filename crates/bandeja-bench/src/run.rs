@@ -8,7 +8,7 @@ use bandeja::sqlite::SqliteStore;
 use bandeja::{Bandeja, Config, Event, Group, HandlerTransaction, MessageRecord, Running};
 
 use crate::args::{Args, Mode, StoreKind};
-use crate::db::{BenchDb, BoxError, OutboxHandle};
+use crate::db::{BenchDb, BoxError};
 use crate::handler::{now_us, BenchPing, Effect};
 
 const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -271,7 +271,7 @@ async fn drain<S: BenchDb>(
     schema: Option<&str>,
 ) -> Result<(), BoxError> {
     eprintln!("emitting {} messages into the outbox...", args.messages);
-    let outbox = store.outbox_handle();
+    let outbox = bandeja::Outbox::new(store.clone());
     let mut n = 0;
     while n < args.messages {
         let end = (n + 1000).min(args.messages);
@@ -328,7 +328,7 @@ async fn live<S: BenchDb>(
         let store = store.clone();
         let keys = args.keys;
         tasks.push(tokio::spawn(async move {
-            let outbox = store.outbox_handle();
+            let outbox = bandeja::Outbox::new(store.clone());
             let mut ticker = tokio::time::interval(per_emitter);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
             let mut n = e;

@@ -114,10 +114,8 @@ impl<S: Store> BandejaBuilder<S> {
         subscriber: &str,
         handler: H,
     ) -> Self {
-        if let Err(e) = self.registry.add_event::<T, H>(subscriber, None, handler) {
-            self.errors.push(e);
-        }
-        self
+        let result = self.registry.add_event::<T, H>(subscriber, None, handler);
+        self.registered(result)
     }
 
     /// Like [`Self::on_event`], but the handler only receives messages of `tenant`.
@@ -128,13 +126,10 @@ impl<S: Store> BandejaBuilder<S> {
         tenant: TenantId,
         handler: H,
     ) -> Self {
-        if let Err(e) = self
+        let result = self
             .registry
-            .add_event::<T, H>(subscriber, Some(tenant), handler)
-        {
-            self.errors.push(e);
-        }
-        self
+            .add_event::<T, H>(subscriber, Some(tenant), handler);
+        self.registered(result)
     }
 
     /// Subscribes a batch handler ([`EventBatchHandler`](crate::processing::EventBatchHandler))
@@ -146,13 +141,10 @@ impl<S: Store> BandejaBuilder<S> {
         subscriber: &str,
         handler: H,
     ) -> Self {
-        if let Err(e) = self
+        let result = self
             .registry
-            .add_event_batch::<T, H>(subscriber, None, handler)
-        {
-            self.errors.push(e);
-        }
-        self
+            .add_event_batch::<T, H>(subscriber, None, handler);
+        self.registered(result)
     }
 
     /// Registers the one handler of commands of type `T`, under the name `subscriber`.
@@ -162,7 +154,13 @@ impl<S: Store> BandejaBuilder<S> {
         subscriber: &str,
         handler: H,
     ) -> Self {
-        if let Err(e) = self.registry.add_command::<T, H>(subscriber, None, handler) {
+        let result = self.registry.add_command::<T, H>(subscriber, None, handler);
+        self.registered(result)
+    }
+
+    /// Keeps a registration error for `build()` to report.
+    fn registered(mut self, result: Result<()>) -> Self {
+        if let Err(e) = result {
             self.errors.push(e);
         }
         self

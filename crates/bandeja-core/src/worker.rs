@@ -92,8 +92,19 @@ impl Floor {
             self.maintain(store, box_kind);
         }
         let snapshot = Snapshot {
-            floor: store.live_floor(box_kind).await.unwrap_or(None),
-            tenants: store.active_tenants(box_kind).await.unwrap_or_default(),
+            // On error, claim without a floor or a rotation (correct, only slower); the
+            // claim itself will report a store that is down.
+            floor: store.live_floor(box_kind).await.unwrap_or_else(|error| {
+                tracing::warn!(box = %box_kind, %error, "could not read the live floor");
+                None
+            }),
+            tenants: store
+                .active_tenants(box_kind)
+                .await
+                .unwrap_or_else(|error| {
+                    tracing::warn!(box = %box_kind, %error, "could not list the active tenants");
+                    Vec::new()
+                }),
             at: Instant::now(),
         };
         if let Ok(mut cache) = self.cache.lock() {

@@ -79,23 +79,34 @@ impl<S: Store> Registry<S> {
         Ok(())
     }
 
+    fn add_erased(
+        &mut self,
+        kind: MessageKind,
+        message_type: &str,
+        name: &str,
+        tenant: Option<TenantId>,
+        handler: Arc<dyn ErasedHandler<S>>,
+    ) -> Result<()> {
+        let name = name.to_owned();
+        self.add(
+            kind,
+            message_type,
+            Subscriber {
+                name,
+                tenant,
+                handler,
+            },
+        )
+    }
+
     pub(crate) fn add_event<T: Payload, H: EventHandler<S, T>>(
         &mut self,
         name: &str,
         tenant: Option<TenantId>,
         handler: H,
     ) -> Result<()> {
-        let handler: Arc<dyn ErasedHandler<S>> =
-            Arc::new(EventAdapter(handler, PhantomData::<fn() -> T>));
-        self.add(
-            MessageKind::Event,
-            T::TYPE,
-            Subscriber {
-                name: name.to_owned(),
-                tenant,
-                handler,
-            },
-        )
+        let handler = Arc::new(EventAdapter(handler, PhantomData::<fn() -> T>));
+        self.add_erased(MessageKind::Event, T::TYPE, name, tenant, handler)
     }
 
     pub(crate) fn add_event_batch<T: Payload, H: EventBatchHandler<S, T>>(
@@ -104,17 +115,8 @@ impl<S: Store> Registry<S> {
         tenant: Option<TenantId>,
         handler: H,
     ) -> Result<()> {
-        let handler: Arc<dyn ErasedHandler<S>> =
-            Arc::new(EventBatchAdapter(handler, PhantomData::<fn() -> T>));
-        self.add(
-            MessageKind::Event,
-            T::TYPE,
-            Subscriber {
-                name: name.to_owned(),
-                tenant,
-                handler,
-            },
-        )
+        let handler = Arc::new(EventBatchAdapter(handler, PhantomData::<fn() -> T>));
+        self.add_erased(MessageKind::Event, T::TYPE, name, tenant, handler)
     }
 
     pub(crate) fn add_command<T: Payload, H: CommandHandler<S, T>>(
@@ -123,17 +125,8 @@ impl<S: Store> Registry<S> {
         tenant: Option<TenantId>,
         handler: H,
     ) -> Result<()> {
-        let handler: Arc<dyn ErasedHandler<S>> =
-            Arc::new(CommandAdapter(handler, PhantomData::<fn() -> T>));
-        self.add(
-            MessageKind::Command,
-            T::TYPE,
-            Subscriber {
-                name: name.to_owned(),
-                tenant,
-                handler,
-            },
-        )
+        let handler = Arc::new(CommandAdapter(handler, PhantomData::<fn() -> T>));
+        self.add_erased(MessageKind::Command, T::TYPE, name, tenant, handler)
     }
 
     /// Whether any handler of `kind` exists.
