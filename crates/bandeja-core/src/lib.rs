@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod admin;
 pub(crate) mod attempt;
 pub(crate) mod claim;
 pub mod config;

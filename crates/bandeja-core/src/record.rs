@@ -38,8 +38,9 @@ impl MessageKind {
     }
 }
 
-/// One of the four boxes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// One of the four boxes. Serialized (and parsed) as its table name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BoxKind {
     /// `outbox_events`
     OutboxEvents,
@@ -92,6 +93,24 @@ impl BoxKind {
             BoxKind::OutboxCommands => Group::CommandsOutbox,
             BoxKind::InboxCommands => Group::CommandsInbox,
         }
+    }
+}
+
+/// A box name that is not one of the four tables.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown box `{0}`: expected one of outbox_events, inbox_events, outbox_commands, inbox_commands")]
+pub struct UnknownBox(pub String);
+
+impl std::str::FromStr for BoxKind {
+    type Err = UnknownBox;
+
+    /// Parses a table name (`outbox_events`, …), case-insensitively; `-` may stand for `_`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase().replace('-', "_");
+        BoxKind::ALL
+            .into_iter()
+            .find(|b| b.table() == wanted)
+            .ok_or_else(|| UnknownBox(s.to_owned()))
     }
 }
 
