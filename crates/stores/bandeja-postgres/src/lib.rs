@@ -2,6 +2,7 @@
 
 mod columns;
 mod decode;
+mod maintenance;
 mod queries;
 mod relay;
 mod store;

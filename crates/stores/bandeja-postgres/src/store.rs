@@ -298,35 +298,7 @@ impl Store for PgStore {
     }
 
     async fn maintain(&self, box_kind: BoxKind) -> Result<(), StoreError> {
-        let table = box_kind.table();
-        let stats: Option<(i64, i64, i64)> = sqlx::query_as(
-            "SELECT n_live_tup, n_dead_tup, n_mod_since_analyze FROM pg_stat_user_tables \
-             WHERE schemaname = $1 AND relname = $2",
-        )
-        .bind(self.schema())
-        .bind(table)
-        .fetch_optional(self.pool())
-        .await
-        .map_err(|e| sqlx_error("read the box statistics", e))?;
-        let Some((live, dead, modified)) = stats else {
-            return Ok(());
-        };
-        let qualified = format!("\"{}\".{table}", self.schema());
-        // Claims walk the partial indexes: without fresh statistics the planner sorts the
-        // whole live set, and dead entries of completed rows cost a visit each until
-        // vacuum. Autovacuum wakes once a minute; a busy box needs it sooner.
-        if dead > 20_000 {
-            sqlx::query(&format!("VACUUM (SKIP_LOCKED) {qualified}"))
-                .execute(self.pool())
-                .await
-                .map_err(|e| sqlx_error("vacuum a box", e))?;
-        } else if modified > 1_000 && modified > live / 10 {
-            sqlx::query(&format!("ANALYZE (SKIP_LOCKED) {qualified}"))
-                .execute(self.pool())
-                .await
-                .map_err(|e| sqlx_error("analyze a box", e))?;
-        }
-        Ok(())
+        crate::maintenance::maintain(self, box_kind).await
     }
 
     async fn active_tenants(&self, box_kind: BoxKind) -> Result<Vec<TenantId>, StoreError> {
