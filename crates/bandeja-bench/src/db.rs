@@ -16,6 +16,8 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub(crate) trait BenchDb: Store + Inspect {
     /// Creates `bench_effects` if missing.
     async fn create_effects(&self) -> Result<(), BoxError>;
+    /// Empties `bench_effects`.
+    async fn clear_effects(&self) -> Result<(), BoxError>;
     /// The handler's write, inside its transaction: one row per event, one statement.
     async fn record_effects(
         &self,
@@ -30,6 +32,13 @@ pub(crate) trait BenchDb: Store + Inspect {
     async fn latencies(&self) -> Result<Vec<i64>, BoxError>;
 }
 
+/// A history id shaped like the UUID v7 bandeja writes: a millisecond timestamp (a day
+/// before now, one per row) then random bits, so history sorts before new messages in
+/// the primary key as it would in a real box.
+const V7_LIKE_ID: &str =
+    "(lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint - 86400000 + n), 12, '0') \
+     || substr(md5(random()::text), 1, 20))::uuid";
+
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS bench_effects \
      (message_id TEXT PRIMARY KEY, latency_us BIGINT NOT NULL)";
 
@@ -37,6 +46,13 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS bench_effects \
 impl BenchDb for SqliteStore {
     async fn create_effects(&self) -> Result<(), BoxError> {
         sqlx::query(CREATE).execute(self.pool()).await?;
+        Ok(())
+    }
+
+    async fn clear_effects(&self) -> Result<(), BoxError> {
+        sqlx::query("DELETE FROM bench_effects")
+            .execute(self.pool())
+            .await?;
         Ok(())
     }
 
@@ -107,6 +123,12 @@ impl BenchDb for PgStore {
         Ok(())
     }
 
+    async fn clear_effects(&self) -> Result<(), BoxError> {
+        let sql = format!("TRUNCATE {}.bench_effects", self.schema());
+        sqlx::query(&sql).execute(self.pool()).await?;
+        Ok(())
+    }
+
     async fn record_effects(
         &self,
         conn: &mut Self::Conn,
@@ -138,10 +160,11 @@ impl BenchDb for PgStore {
                 "INSERT INTO {schema}.{table} (id, tenant_id, message_type, schema_version, partition_key, \
                    payload, headers, status, next_attempt_at, occurred_at, created_at, last_modified_at, \
                    completed_at{subscriber}) \
-                 SELECT gen_random_uuid(), 'default', 'bench.Old', 1, 'old-' || (n % 1000), '{{}}', '{{}}', \
+                 SELECT {V7_LIKE_ID}, 'default', 'bench.Old', 1, 'old-' || (n % 1000), '{{}}', '{{}}', \
                    'COMPLETED', now(), now(), now(), now(), now(){subscriber_value} \
                  FROM generate_series(1, $1) AS n",
-                schema = self.schema()
+                schema = self.schema(),
+                V7_LIKE_ID = V7_LIKE_ID
             );
             sqlx::query(&sql)
                 .bind(i64::try_from(n)?)

@@ -147,6 +147,10 @@ async fn go<S: BenchDb>(
 ) -> Result<(), BoxError> {
     store.migrate().await?;
     store.create_effects().await?;
+    if !args.worker_only {
+        // A reused `--schema` starts every run from zero handled messages.
+        store.clear_effects().await?;
+    }
     if args.history > 0 && !args.worker_only {
         eprintln!("seeding {} COMPLETED rows into each box...", args.history);
         store.seed_history(args.history).await?;

@@ -3,8 +3,9 @@
 //! retry of FAILED rows, replay of COMPLETED inbox rows, purge and archive of old COMPLETED
 //! rows. Separate from [`Store`](crate::Store): the workers never need it.
 //!
-//! Every filter travels to SQL as bound parameters; box names come from [`BoxKind`], never
-//! from user text.
+//! Every value an operator types (tenant, type, subscriber, id, times) travels to SQL as a
+//! bound parameter; box names come from [`BoxKind`] and statuses from [`MessageStatus`],
+//! closed enums, never from user text.
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::envelope::MessageId;
-use crate::error::StoreError;
+use crate::error::{StoreError, StoreErrorKind};
 use crate::record::BoxKind;
 use crate::status::MessageStatus;
 use crate::store::{Inspect, RowView};
@@ -39,6 +40,72 @@ pub struct BoxCounters {
     pub last_processed_at: Option<DateTime<Utc>>,
 }
 
+impl BoxCounters {
+    /// All zero: the counters of an empty box (or tenant).
+    pub fn new(box_kind: BoxKind, tenant: Option<String>) -> Self {
+        BoxCounters {
+            box_kind,
+            tenant,
+            pending: 0,
+            processing: 0,
+            failed: 0,
+            stuck: 0,
+            oldest_pending_at: None,
+            last_processed_at: None,
+        }
+    }
+
+    /// Adds one group of rows counted by a store.
+    pub fn absorb(&mut self, group: &StatusGroup) {
+        match group.status {
+            MessageStatus::Pending => {
+                self.pending += group.count;
+                self.stuck += group.stuck;
+                self.oldest_pending_at = match (self.oldest_pending_at, group.oldest_created_at) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            MessageStatus::Processing => self.processing += group.count,
+            MessageStatus::Failed => self.failed += group.count,
+            MessageStatus::Completed => {}
+        }
+    }
+
+    /// Folds the groups a store counted in one box into counters: one entry for the box,
+    /// or (`by_tenant`) one per tenant, by tenant name.
+    pub fn fold(box_kind: BoxKind, by_tenant: bool, groups: &[StatusGroup]) -> Vec<BoxCounters> {
+        if !by_tenant {
+            let mut total = BoxCounters::new(box_kind, None);
+            groups.iter().for_each(|g| total.absorb(g));
+            return vec![total];
+        }
+        let mut per_tenant: std::collections::BTreeMap<&str, BoxCounters> = Default::default();
+        for group in groups {
+            per_tenant
+                .entry(&group.tenant)
+                .or_insert_with(|| BoxCounters::new(box_kind, Some(group.tenant.clone())))
+                .absorb(group);
+        }
+        per_tenant.into_values().collect()
+    }
+}
+
+/// What a store counts for [`Admin::counters`]: the rows of one tenant in one status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusGroup {
+    /// The tenant.
+    pub tenant: String,
+    /// The status.
+    pub status: MessageStatus,
+    /// How many rows.
+    pub count: u64,
+    /// The oldest `created_at` among them (PENDING groups).
+    pub oldest_created_at: Option<DateTime<Utc>>,
+    /// How many were created before the stuck threshold (PENDING groups).
+    pub stuck: u64,
+}
+
 /// Which rows an operator means. Every field narrows; the default matches every row of
 /// every box. `since`/`until` bound `created_at` (inclusive / exclusive).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,14 +128,72 @@ pub struct MessageFilter {
     pub id: Option<MessageId>,
 }
 
+impl MessageFilter {
+    /// The boxes whose rows this filter can match, in [`BoxKind::ALL`] order: the chosen
+    /// box (or all four), without the outboxes when a subscriber is set.
+    pub fn boxes(&self) -> Vec<BoxKind> {
+        BoxKind::ALL
+            .into_iter()
+            .filter(|b| self.box_kind.is_none_or(|wanted| wanted == *b))
+            .filter(|b| self.subscriber.is_none() || b.is_inbox())
+            .collect()
+    }
+
+    /// Checks that the filter suits [`Admin::retry`]: its status, if set, is FAILED.
+    pub fn check_retry(&self) -> Result<(), StoreError> {
+        match self.status {
+            None | Some(MessageStatus::Failed) => Ok(()),
+            Some(other) => Err(invalid(
+                "retry messages",
+                format!("retry resubmits FAILED rows only; the filter asks for {other} rows"),
+            )),
+        }
+    }
+
+    /// Checks that the filter suits [`Admin::replay`]: its status, if set, is COMPLETED,
+    /// and its box, if set, is an inbox.
+    pub fn check_replay(&self) -> Result<(), StoreError> {
+        if let Some(other) = self.status.filter(|s| *s != MessageStatus::Completed) {
+            return Err(invalid(
+                "replay messages",
+                format!("replay resubmits COMPLETED rows only; the filter asks for {other} rows"),
+            ));
+        }
+        if let Some(outbox) = self.box_kind.filter(|b| !b.is_inbox()) {
+            return Err(invalid(
+                "replay messages",
+                format!(
+                    "replay applies to inboxes (inbox_events, inbox_commands), not {outbox}: \
+                     to send a message again, retry its FAILED outbox row or emit it anew"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn invalid(operation: &'static str, message: String) -> StoreError {
+    StoreError::new(StoreErrorKind::Permanent, operation, message)
+}
+
+/// The largest page [`Admin::list`] returns, whatever [`Page::limit`] asks for.
+pub const MAX_PAGE: usize = 10_000;
+
 /// A page of a listing: at most `limit` rows, newest first, starting after `before_seq`
 /// when set (pass the last row's `seq` to get the next page).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Page {
-    /// At most this many rows (per box).
+    /// At most this many rows (per box), capped at [`MAX_PAGE`].
     pub limit: usize,
     /// Only rows with a `seq` below this one.
     pub before_seq: Option<i64>,
+}
+
+impl Page {
+    /// The limit as a SQL `LIMIT` value, capped at [`MAX_PAGE`].
+    pub fn sql_limit(&self) -> i64 {
+        i64::try_from(self.limit.min(MAX_PAGE)).unwrap_or(0)
+    }
 }
 
 impl Default for Page {
@@ -77,6 +202,40 @@ impl Default for Page {
             limit: 100,
             before_seq: None,
         }
+    }
+}
+
+/// A row as an operator sees it: the [`RowView`] (which it dereferences to, so
+/// `view.message.status` works) plus the columns only operators need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageView {
+    /// The message and its bookkeeping columns.
+    pub row: RowView,
+    /// When the row last changed.
+    pub last_modified_at: DateTime<Utc>,
+    /// When an inbox row was first received (`None` for outbox rows).
+    pub received_at: Option<DateTime<Utc>>,
+    /// How many times an operator resubmitted the row ([`Admin::retry`], [`Admin::replay`]).
+    pub resubmitted_count: u32,
+    /// When an operator last resubmitted it.
+    pub resubmitted_at: Option<DateTime<Utc>>,
+}
+
+impl std::ops::Deref for MessageView {
+    type Target = RowView;
+
+    fn deref(&self) -> &RowView {
+        &self.row
+    }
+}
+
+/// The archive table of a box: `<box>_archive` (same columns plus `archived_at`).
+pub const fn archive_table(box_kind: BoxKind) -> &'static str {
+    match box_kind {
+        BoxKind::OutboxEvents => "outbox_events_archive",
+        BoxKind::InboxEvents => "inbox_events_archive",
+        BoxKind::OutboxCommands => "outbox_commands_archive",
+        BoxKind::InboxCommands => "inbox_commands_archive",
     }
 }
 
@@ -95,30 +254,130 @@ pub trait Admin: Inspect {
         by_tenant: bool,
     ) -> Result<Vec<BoxCounters>, StoreError>;
 
-    /// The rows matching `filter`, newest first, one page of each box it covers.
-    async fn list(&self, filter: &MessageFilter, page: Page) -> Result<Vec<RowView>, StoreError>;
+    /// The rows matching `filter`, newest first (by `seq`), one page of each box it
+    /// covers, boxes in [`BoxKind::ALL`] order.
+    async fn list(
+        &self,
+        filter: &MessageFilter,
+        page: Page,
+    ) -> Result<Vec<MessageView>, StoreError>;
 
     /// Every row holding message `id`: its outbox row and its inbox rows (one per
-    /// subscriber), in all boxes.
-    async fn show(&self, id: MessageId) -> Result<Vec<RowView>, StoreError>;
+    /// subscriber, by subscriber), boxes in [`BoxKind::ALL`] order. Empty if none.
+    async fn show(&self, id: MessageId) -> Result<Vec<MessageView>, StoreError>;
 
     /// Operator resubmission: FAILED rows matching `filter` go back to PENDING, due now,
-    /// with `retry_count` 0; the resubmission is recorded on the row. Returns how many rows
-    /// changed. The filter's status, if set, must be FAILED.
+    /// with `retry_count` 0 and no lease; the resubmission is recorded on the row
+    /// (`resubmitted_count + 1`, `resubmitted_at`), `last_error` is kept. Rows in any other
+    /// status are never touched. Wakes the workers of the boxes that changed. Returns how
+    /// many rows changed. The filter's status, if set, must be FAILED
+    /// ([`MessageFilter::check_retry`]).
     async fn retry(&self, filter: &MessageFilter) -> Result<u64, StoreError>;
 
     /// Reprocessing after a bug fix: COMPLETED inbox rows matching `filter` go back to
-    /// PENDING (recorded like a retry). Returns how many rows changed.
+    /// PENDING (recorded like a retry, `completed_at` cleared). Outbox rows are never
+    /// touched. The filter's status, if set, must be COMPLETED and its box, if set, an
+    /// inbox ([`MessageFilter::check_replay`]). Returns how many rows changed.
     async fn replay(&self, filter: &MessageFilter) -> Result<u64, StoreError>;
 
-    /// Deletes COMPLETED rows of `box_kind` completed before `older_than`.
+    /// Deletes COMPLETED rows of `box_kind` completed before `older_than`, in batches (one
+    /// short transaction each). Returns how many rows were deleted. Purged inbox rows no
+    /// longer absorb a redelivery of their message.
     async fn purge(&self, box_kind: BoxKind, older_than: DateTime<Utc>) -> Result<u64, StoreError>;
 
     /// Moves COMPLETED rows of `box_kind` completed before `older_than` into the box's
-    /// archive table (`<box>_archive`).
+    /// archive table ([`archive_table`]), in batches (each batch copied and deleted in one
+    /// transaction). Returns how many rows were moved.
     async fn archive(
         &self,
         box_kind: BoxKind,
         older_than: DateTime<Utc>,
     ) -> Result<u64, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subscriber_filter_covers_only_the_inboxes() {
+        let all = MessageFilter::default();
+        assert_eq!(all.boxes(), BoxKind::ALL.to_vec());
+        let subscriber = MessageFilter {
+            subscriber: Some("inventory".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            subscriber.boxes(),
+            vec![BoxKind::InboxEvents, BoxKind::InboxCommands]
+        );
+        let outbox_and_subscriber = MessageFilter {
+            box_kind: Some(BoxKind::OutboxEvents),
+            ..subscriber
+        };
+        assert!(outbox_and_subscriber.boxes().is_empty());
+    }
+
+    #[test]
+    fn retry_and_replay_check_their_filters() {
+        let status = |s| MessageFilter {
+            status: Some(s),
+            ..Default::default()
+        };
+        assert!(MessageFilter::default().check_retry().is_ok());
+        assert!(status(MessageStatus::Failed).check_retry().is_ok());
+        assert!(status(MessageStatus::Pending).check_retry().is_err());
+        assert!(status(MessageStatus::Completed).check_replay().is_ok());
+        assert!(status(MessageStatus::Failed).check_replay().is_err());
+        let outbox = MessageFilter {
+            box_kind: Some(BoxKind::OutboxCommands),
+            ..Default::default()
+        };
+        let err = outbox.check_replay().expect_err("outbox");
+        assert_eq!(err.kind, StoreErrorKind::Permanent);
+        assert!(err.to_string().contains("outbox_commands"), "{err}");
+    }
+
+    #[test]
+    fn groups_fold_per_box_or_per_tenant() {
+        let t0 = DateTime::<Utc>::from_timestamp(1_000, 0).expect("time");
+        let t1 = DateTime::<Utc>::from_timestamp(2_000, 0).expect("time");
+        let group = |tenant: &str, status, count, oldest, stuck| StatusGroup {
+            tenant: tenant.into(),
+            status,
+            count,
+            oldest_created_at: oldest,
+            stuck,
+        };
+        let groups = [
+            group("b", MessageStatus::Pending, 2, Some(t1), 1),
+            group("a", MessageStatus::Pending, 3, Some(t0), 2),
+            group("a", MessageStatus::Processing, 1, Some(t0), 0),
+            group("b", MessageStatus::Failed, 4, None, 0),
+        ];
+        let total = BoxCounters::fold(BoxKind::InboxEvents, false, &groups);
+        assert_eq!(total.len(), 1);
+        let t = &total[0];
+        assert_eq!((t.pending, t.processing, t.failed, t.stuck), (5, 1, 4, 3));
+        assert_eq!(t.oldest_pending_at, Some(t0));
+        let split = BoxCounters::fold(BoxKind::InboxEvents, true, &groups);
+        let names: Vec<_> = split.iter().map(|c| c.tenant.clone()).collect();
+        assert_eq!(names, vec![Some("a".into()), Some("b".into())]);
+        assert_eq!((split[1].pending, split[1].failed), (2, 4));
+        assert_eq!(split[1].oldest_pending_at, Some(t1));
+        assert!(BoxCounters::fold(BoxKind::InboxEvents, true, &[]).is_empty());
+    }
+
+    #[test]
+    fn pages_are_capped() {
+        let huge = Page {
+            limit: usize::MAX,
+            before_seq: None,
+        };
+        assert_eq!(huge.sql_limit(), 10_000);
+        assert_eq!(
+            archive_table(BoxKind::InboxCommands),
+            "inbox_commands_archive"
+        );
+    }
 }

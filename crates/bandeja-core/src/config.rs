@@ -14,15 +14,32 @@
 //!    replaces the whole routing table). `BANDEJA_LOG` and `BANDEJA_CONFIG` are reserved
 //!    for other uses and ignored here; any other `BANDEJA_` variable is an error.
 //!
+//! Housekeeping keys (see *Housekeeping* below): per group
+//! `completion-mode` (`update`, `delete`, `archive`) and `retention` (a duration or `off`),
+//! and the `[staleness]` table (`enabled`, `pending`, `processing`, `interval`); in the
+//! environment `BANDEJA_EVENTS_INBOX_RETENTION`, `BANDEJA_STALENESS_PENDING`...
+//!
+//! # Housekeeping
+//!
+//! With `completion-mode = "delete"` or `"archive"` an inbox still absorbs a redelivered
+//! message: each insert records a slim dedup record `(id, subscriber, received_at)` in the
+//! ledger `<box>_dedup`, and a pair the ledger holds is never inserted again. Dedup
+//! records, like COMPLETED rows, live until `retention` passes (and their row is gone);
+//! with no retention they stay. A message redelivered after the retention window is a new
+//! message to bandeja and is handled again: make the retention longer than the longest
+//! time a broker may redeliver (its own retention or replay window).
+//!
 //! Durations are written as ISO-8601 (`PT5S`) or in human form (`5s`), see
 //! [`parse_duration`]. Unknown keys and bad values are errors naming the full dotted key
 //! (or the variable), so a typo never silently falls back to a default.
 
 mod duration;
+mod housekeeping;
 mod sources;
 mod validate;
 
 pub use duration::{format_duration, parse_duration};
+pub use housekeeping::{CompletionMode, CompletionModes, Staleness};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -131,6 +148,11 @@ pub struct WorkerConfig {
     /// Inbox groups: one transaction per message, or one per batch with a savepoint per
     /// handler (`handler-transaction`).
     pub handler_transaction: HandlerTransaction,
+    /// What completing a row does with it: keep, delete or archive (`completion-mode`).
+    pub completion_mode: CompletionMode,
+    /// COMPLETED rows (and inbox dedup records) older than this are purged by a periodic
+    /// task; `None` keeps them (`retention`, default `off`).
+    pub retention: Option<Duration>,
 }
 
 /// How the handlers of an inbox batch are wrapped in transactions.
@@ -190,6 +212,8 @@ impl WorkerConfig {
             handler_timeout: Duration::from_secs(300),
             ordered: true,
             handler_transaction: HandlerTransaction::Auto,
+            completion_mode: CompletionMode::Update,
+            retention: None,
         }
     }
 
@@ -256,6 +280,10 @@ impl WorkerConfig {
         ordered: bool;
         /// Sets `handler-transaction` (default: `auto`).
         handler_transaction: HandlerTransaction;
+        /// Sets `completion-mode` (default: `update`).
+        completion_mode: CompletionMode;
+        /// Sets `retention` (default: `None`, keep COMPLETED rows).
+        retention: Option<Duration>;
     }
 
     /// The delay before retry number `retry_count` (1-based: the first retry is 1; 0 is
@@ -358,6 +386,8 @@ pub struct Config {
     /// `stuck-threshold`: how long a message may stay in flight before it is
     /// considered stuck (default: PT5M).
     pub stuck_threshold: Duration,
+    /// `[staleness]`: the monitor that marks forgotten rows FAILED (default: off).
+    pub staleness: Staleness,
 }
 
 impl Default for Config {
@@ -369,6 +399,7 @@ impl Default for Config {
             commands_inbox: WorkerConfig::commands_inbox_defaults(),
             command_topics: BTreeMap::new(),
             stuck_threshold: Duration::from_secs(300),
+            staleness: Staleness::default(),
         }
     }
 }
@@ -536,6 +567,8 @@ mod tests {
                 handler_timeout: secs(timeout),
                 ordered: true,
                 handler_transaction: HandlerTransaction::Auto,
+                completion_mode: CompletionMode::Update,
+                retention: None,
             };
             assert_eq!(config.group(group), &expected, "{group}");
             assert_eq!(group.defaults(), expected, "{group}");
@@ -605,7 +638,9 @@ mod tests {
             .retry_jitter(0.5)
             .handler_timeout(secs(9))
             .ordered(false)
-            .handler_transaction(HandlerTransaction::Message);
+            .handler_transaction(HandlerTransaction::Message)
+            .completion_mode(CompletionMode::Archive)
+            .retention(Some(secs(10)));
         let expected = WorkerConfig {
             enabled: Enabled::Off,
             polling_interval: secs(1),
@@ -621,6 +656,8 @@ mod tests {
             handler_timeout: secs(9),
             ordered: false,
             handler_transaction: HandlerTransaction::Message,
+            completion_mode: CompletionMode::Archive,
+            retention: Some(secs(10)),
         };
         assert_eq!(c, expected);
     }

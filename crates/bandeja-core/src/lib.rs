@@ -8,12 +8,14 @@ pub(crate) mod dispatch;
 pub mod emission;
 pub mod envelope;
 pub mod error;
+pub(crate) mod maintenance;
 pub mod processing;
 pub mod reception;
 pub mod record;
 pub mod runtime;
 pub mod status;
 pub mod store;
+pub mod telemetry;
 pub mod tenant;
 pub mod testing;
 pub mod transport;
@@ -23,7 +25,10 @@ pub(crate) mod worker;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
-pub use config::{Config, ConfigError, Enabled, Group, HandlerTransaction, WorkerConfig};
+pub use config::{
+    CompletionMode, Config, ConfigError, Enabled, Group, HandlerTransaction, Staleness,
+    WorkerConfig,
+};
 pub use emission::{Outbox, RecordedEvents};
 pub use envelope::{Command, Direction, Event, Headers, MessageId, Payload};
 pub use error::{BoxError, Error, FailureKind, HandlerError, Result, StoreError, StoreErrorKind};

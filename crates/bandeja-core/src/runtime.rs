@@ -172,6 +172,8 @@ impl<S: Store> BandejaBuilder<S> {
             return Err(self.errors.remove(0));
         }
         self.config.validate()?;
+        // Completion modes are a property of the store handle the workers use.
+        let store = self.store.with_completion(self.config.completion_modes())?;
         let worker_id = self.worker_id.unwrap_or_else(default_worker_id);
         let routes = [
             self.registry.routes(MessageKind::Event),
@@ -179,7 +181,7 @@ impl<S: Store> BandejaBuilder<S> {
         ];
         Ok(Bandeja {
             shared: Arc::new(Shared {
-                store: self.store,
+                store,
                 config: self.config,
                 registry: Arc::new(self.registry),
                 worker_id,
@@ -276,14 +278,16 @@ impl<S: Store> Bandeja<S> {
             .await
     }
 
-    async fn write(&self, kind: MessageKind, record: MessageRecord) -> Result<()> {
+    async fn write(&self, kind: MessageKind, mut record: MessageRecord) -> Result<()> {
         record.check_size(DEFAULT_MAX_PAYLOAD_BYTES)?;
+        crate::emission::prepare(std::slice::from_mut(&mut record));
         let store = &self.shared.store;
         let mut tx = store.begin().await?;
         store
             .insert_outbox(&mut *tx, kind, std::slice::from_ref(&record))
             .await?;
         store.commit(tx).await?;
+        crate::telemetry::emitted(kind.outbox(), std::slice::from_ref(&record));
         store.wakers().wake(kind.outbox());
         Ok(())
     }
@@ -303,6 +307,7 @@ impl<S: Store> Bandeja<S> {
                 tracing::info!(box = %box_kind, "worker disabled by configuration");
             }
         }
+        crate::maintenance::spawn(&self.shared, &mut tasks, &stop_rx);
         let mut subscriptions = Vec::new();
         if let Some(transport) = &self.shared.transport {
             let sink = Arc::new(Reception {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::config::{CompletionMode, CompletionModes};
 use crate::envelope::MessageId;
 use crate::error::StoreError;
 use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
@@ -304,6 +305,89 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// The wake-up signals of this store's boxes (in-process; PostgreSQL also relays
     /// `NOTIFY` from other processes into them).
     fn wakers(&self) -> &Wakers;
+
+    /// A handle on the same database whose completing statements (`resolve`,
+    /// `resolve_in`, `complete_in`, `relay`, `transfer`) apply `modes`: keep the row
+    /// COMPLETED, delete it, or move it into `<box>_archive`, in the same statement (no
+    /// extra round trip). In `delete` and `archive` mode an inbox keeps a dedup record of
+    /// each completed `(id, subscriber)` that its inserts check, so a redelivery is still
+    /// absorbed until [`Store::purge_completed`] removes the record. The runtime calls this
+    /// once, at `build()`, with the configured modes.
+    ///
+    /// Default: the store itself when every mode is `update`; otherwise an error saying
+    /// which box asks for a mode this store cannot do.
+    fn with_completion(&self, modes: CompletionModes) -> Result<Self, StoreError> {
+        match BoxKind::ALL
+            .into_iter()
+            .find(|b| modes.of(*b) != CompletionMode::Update)
+        {
+            None => Ok(self.clone()),
+            Some(box_kind) => Err(StoreError::new(
+                crate::error::StoreErrorKind::Permanent,
+                "configure the completion mode",
+                format!(
+                    "this store cannot `{}` completed rows: set `{}.completion-mode = \"update\"`",
+                    modes.of(box_kind),
+                    box_kind.group().key()
+                ),
+            )),
+        }
+    }
+
+    /// Retention: deletes the COMPLETED rows of a box completed at least `older_than` ago
+    /// and, for inboxes, the dedup records as old. Never touches PENDING, PROCESSING or
+    /// FAILED rows, nor the archive. Returns how many rows and records went.
+    /// Default: an error (the retention task logs it).
+    async fn purge_completed(
+        &self,
+        box_kind: BoxKind,
+        older_than: Duration,
+    ) -> Result<u64, StoreError> {
+        let _ = (box_kind, older_than);
+        Err(unsupported("purge completed rows", "retention"))
+    }
+
+    /// Staleness monitor: marks FAILED (with the request's reason in `last_error`) the
+    /// PENDING rows of a box due for longer than `request.pending` and the PROCESSING rows
+    /// claimed longer than `request.processing` ago. Default: an error (the monitor logs it).
+    async fn fail_stale(
+        &self,
+        box_kind: BoxKind,
+        request: &StaleRequest<'_>,
+    ) -> Result<StaleReport, StoreError> {
+        let _ = (box_kind, request);
+        Err(unsupported("mark stale rows FAILED", "staleness.enabled"))
+    }
+}
+
+fn unsupported(operation: &'static str, key: &str) -> StoreError {
+    StoreError::new(
+        crate::error::StoreErrorKind::Permanent,
+        operation,
+        format!("this store does not support it: turn `{key}` off for it"),
+    )
+}
+
+/// What the staleness monitor asks [`Store::fail_stale`] to do.
+#[derive(Debug, Clone, Copy)]
+pub struct StaleRequest<'a> {
+    /// PENDING rows due for longer than this are stale.
+    pub pending: Duration,
+    /// PROCESSING rows claimed longer ago than this are stale.
+    pub processing: Duration,
+    /// Written to `last_error` of stale PENDING rows.
+    pub pending_reason: &'a str,
+    /// Written to `last_error` of stale PROCESSING rows.
+    pub processing_reason: &'a str,
+}
+
+/// What [`Store::fail_stale`] marked FAILED.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StaleReport {
+    /// PENDING rows.
+    pub pending: u64,
+    /// PROCESSING rows.
+    pub processing: u64,
 }
 
 /// A row as an operator or a test sees it: the message plus its bookkeeping columns.
@@ -329,4 +413,14 @@ pub struct RowView {
 pub trait Inspect: Store {
     /// Every row of a box, by `seq` (and subscriber).
     async fn rows(&self, box_kind: BoxKind) -> Result<Vec<RowView>, StoreError>;
+
+    /// Every row of the box's archive (`<box>_archive`), by `seq` (and subscriber).
+    /// Default: an error (the store has no archive).
+    async fn archived_rows(&self, box_kind: BoxKind) -> Result<Vec<RowView>, StoreError> {
+        let _ = box_kind;
+        Err(unsupported(
+            "list archived rows",
+            "completion-mode = \"archive\"",
+        ))
+    }
 }

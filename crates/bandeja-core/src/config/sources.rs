@@ -7,15 +7,16 @@ use std::time::Duration;
 
 use toml::Value;
 
-use crate::config::HandlerTransaction;
+use crate::config::{CompletionMode, HandlerTransaction};
 
+use super::housekeeping::STALENESS_KEYS;
 use super::{
     parse_bool, parse_duration, Config, ConfigError, Enabled, Group, WorkerConfig, ENV_PREFIX,
     MAX_BATCH_SIZE, MAX_RETRIES_LIMIT, RESERVED_ENV_VARS,
 };
 
 /// Keys of a worker group table, in documentation order.
-const GROUP_KEYS: [&str; 14] = [
+const GROUP_KEYS: [&str; 16] = [
     "enabled",
     "polling-interval",
     "polling-initial-delay",
@@ -30,8 +31,11 @@ const GROUP_KEYS: [&str; 14] = [
     "handler-timeout",
     "ordered",
     "handler-transaction",
+    "completion-mode",
+    "retention",
 ];
-const ROOT_KEYS: [&str; 3] = ["stuck-threshold", "events", "commands"];
+const ROOT_KEYS: [&str; 4] = ["stuck-threshold", "events", "commands", "staleness"];
+pub(super) const STALENESS: &str = "staleness";
 pub(super) const TOPICS_KEY: &str = "commands.topics";
 const DURATION_HINT: &str = "expected a duration like `PT5S` or `5s`";
 
@@ -40,6 +44,11 @@ fn overlay_toml(config: &mut Config, root: &toml::Table) -> Result<(), ConfigErr
     for (name, value) in root {
         match name.as_str() {
             "stuck-threshold" => config.stuck_threshold = Raw::Toml(value).duration(name)?,
+            STALENESS => {
+                for (field, value) in as_table(value, name)? {
+                    set_staleness(config, field, Raw::Toml(value), &join(name, field))?;
+                }
+            }
             "events" | "commands" => {
                 for (sub, value) in as_table(value, name)? {
                     let key = join(name, sub);
@@ -91,6 +100,12 @@ pub(super) fn overlay_env<I: IntoIterator<Item = (String, String)>>(
         match rest {
             "STUCK_THRESHOLD" => config.stuck_threshold = Raw::Env(value).duration(name)?,
             "COMMANDS_TOPICS" => config.command_topics = parse_topics(name, value)?,
+            _ if rest.starts_with("STALENESS_") => {
+                let part = rest.trim_start_matches("STALENESS_");
+                let field = STALENESS_KEYS.into_iter().find(|k| env_key(k) == part);
+                let field = field.ok_or_else(|| unknown(name.clone()))?;
+                set_staleness(config, field, Raw::Env(value), name)?;
+            }
             _ => {
                 let target = Group::ALL.into_iter().find_map(|g| {
                     let part = rest
@@ -168,6 +183,27 @@ impl<'a> Raw<'a> {
         parsed.ok_or_else(|| self.invalid(key, "expected a number"))
     }
 
+    /// A duration, or `off` for none.
+    fn optional_duration(self, key: &str) -> Result<Option<Duration>, ConfigError> {
+        match self.text() {
+            Some(text) if text.trim().eq_ignore_ascii_case("off") => Ok(None),
+            _ => self.duration(key).map(Some).map_err(|e| match e {
+                ConfigError::InvalidValue { key, value, reason } => ConfigError::InvalidValue {
+                    key,
+                    value,
+                    reason: format!("{reason}, or `off`"),
+                },
+                other => other,
+            }),
+        }
+    }
+
+    fn completion_mode(self, key: &str) -> Result<CompletionMode, ConfigError> {
+        self.text()
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| self.invalid(key, "expected `update`, `delete` or `archive`"))
+    }
+
     fn handler_transaction(self, key: &str) -> Result<HandlerTransaction, ConfigError> {
         self.text()
             .and_then(|t| t.parse().ok())
@@ -219,6 +255,26 @@ fn set_field(
         "handler-timeout" => c.handler_timeout = raw.duration(key)?,
         "ordered" => c.ordered = raw.boolean(key)?,
         "handler-transaction" => c.handler_transaction = raw.handler_transaction(key)?,
+        "completion-mode" => c.completion_mode = raw.completion_mode(key)?,
+        "retention" => c.retention = raw.optional_duration(key)?,
+        _ => return Err(unknown(key.to_owned())),
+    }
+    Ok(())
+}
+
+/// Sets the `[staleness]` field named by the TOML key `field`; `key` is what errors name.
+fn set_staleness(
+    config: &mut Config,
+    field: &str,
+    raw: Raw<'_>,
+    key: &str,
+) -> Result<(), ConfigError> {
+    let s = &mut config.staleness;
+    match field {
+        "enabled" => s.enabled = raw.boolean(key)?,
+        "pending" => s.pending = raw.duration(key)?,
+        "processing" => s.processing = raw.duration(key)?,
+        "interval" => s.interval = raw.duration(key)?,
         _ => return Err(unknown(key.to_owned())),
     }
     Ok(())
@@ -348,25 +404,34 @@ pub(super) fn unknown_key_hint(key: &str) -> String {
     };
     // Full candidate names, and how to present them.
     let (candidates, shown) = if let Some(rest) = key.strip_prefix(ENV_PREFIX) {
-        match Group::ALL
-            .into_iter()
-            .find(|g| rest.starts_with(&env_group(*g)))
-        {
-            Some(g) => {
-                let prefix = format!("{ENV_PREFIX}{}_", env_group(g));
-                let leaves: Vec<String> = GROUP_KEYS.iter().map(|k| env_key(k)).collect();
-                let full = leaves.iter().map(|l| format!("{prefix}{l}")).collect();
-                (full, format!("{} after `{prefix}`", quoted(&leaves)))
-            }
-            None => {
-                let mut full: Vec<String> = ["STUCK_THRESHOLD", "COMMANDS_TOPICS"]
-                    .iter()
-                    .map(|n| format!("{ENV_PREFIX}{n}"))
-                    .collect();
-                let per_group = Group::ALL.map(|g| format!("{ENV_PREFIX}{}_<KEY>", env_group(g)));
-                full.extend(per_group);
-                let shown = quoted(&full);
-                (full, shown)
+        if rest.starts_with("STALENESS_") {
+            let prefix = format!("{ENV_PREFIX}STALENESS_");
+            let leaves: Vec<String> = STALENESS_KEYS.iter().map(|k| env_key(k)).collect();
+            let full = leaves.iter().map(|l| format!("{prefix}{l}")).collect();
+            (full, format!("{} after `{prefix}`", quoted(&leaves)))
+        } else {
+            match Group::ALL
+                .into_iter()
+                .find(|g| rest.starts_with(&env_group(*g)))
+            {
+                Some(g) => {
+                    let prefix = format!("{ENV_PREFIX}{}_", env_group(g));
+                    let leaves: Vec<String> = GROUP_KEYS.iter().map(|k| env_key(k)).collect();
+                    let full = leaves.iter().map(|l| format!("{prefix}{l}")).collect();
+                    (full, format!("{} after `{prefix}`", quoted(&leaves)))
+                }
+                None => {
+                    let mut full: Vec<String> =
+                        ["STUCK_THRESHOLD", "COMMANDS_TOPICS", "STALENESS_<KEY>"]
+                            .iter()
+                            .map(|n| format!("{ENV_PREFIX}{n}"))
+                            .collect();
+                    let per_group =
+                        Group::ALL.map(|g| format!("{ENV_PREFIX}{}_<KEY>", env_group(g)));
+                    full.extend(per_group);
+                    let shown = quoted(&full);
+                    (full, shown)
+                }
             }
         }
     } else {
@@ -377,6 +442,7 @@ pub(super) fn unknown_key_hint(key: &str) -> String {
             Some(g) => (g.key(), &GROUP_KEYS),
             None if key.starts_with("events.") => ("events", &["outbox", "inbox"]),
             None if key.starts_with("commands.") => ("commands", &["outbox", "inbox", "topics"]),
+            None if key.starts_with("staleness.") => (STALENESS, &STALENESS_KEYS),
             None => ("", &ROOT_KEYS),
         };
         let full = leaves.iter().map(|l| join(parent, l)).collect();
@@ -482,6 +548,7 @@ mod tests {
                 handler_timeout: secs(86_400),
                 ordered: false,
                 handler_transaction: HandlerTransaction::Batch,
+                ..WorkerConfig::commands_inbox_defaults()
             },
             stuck_threshold: secs(600),
             ..Config::default().with_command_topic("billing", "billing.commands")
@@ -510,7 +577,7 @@ mod tests {
             (
                 "[events.outbox]\nbach-size = 3",
                 "events.outbox.bach-size",
-                "`handler-transaction` in `events.outbox`",
+                "`retention` in `events.outbox`",
             ),
             (
                 "[events.outbx]",
@@ -525,12 +592,12 @@ mod tests {
             (
                 "[queries.inbox]",
                 "queries",
-                "expected one of `stuck-threshold`, `events`, `commands` at the top level",
+                "expected one of `stuck-threshold`, `events`, `commands`, `staleness` at the top level",
             ),
             (
                 "[events.inbox]\n\"a.b\" = 1",
                 "events.inbox.\"a.b\"",
-                "`handler-transaction` in `events.inbox`",
+                "`retention` in `events.inbox`",
             ),
         ];
         for (text, key, hint) in cases {

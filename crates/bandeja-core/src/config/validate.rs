@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::sources::{invalid, join, TOPICS_KEY};
+use super::sources::{invalid, join, STALENESS, TOPICS_KEY};
 use super::{
     format_duration, Config, ConfigError, Group, WorkerConfig, MAX_BATCH_SIZE, MAX_RETRIES_LIMIT,
 };
@@ -75,6 +75,13 @@ impl WorkerConfig {
                 d(self.handler_timeout),
                 positive(),
             ),
+            (
+                self.retention.is_none_or(|r| !r.is_zero()),
+                "retention",
+                self.retention.map(d).unwrap_or_default(),
+                "must be greater than zero; write `off` (or leave it out) to keep COMPLETED rows"
+                    .to_owned(),
+            ),
         ];
         match checks.into_iter().find(|check| !check.0) {
             Some((_, field, value, reason)) => Err(invalid(&join(group, field), &value, reason)),
@@ -97,6 +104,7 @@ impl Config {
                 "must be greater than zero",
             ));
         }
+        self.validate_staleness()?;
         for (service, topic) in &self.command_topics {
             if service.trim().is_empty() {
                 return Err(invalid(
@@ -110,6 +118,46 @@ impl Config {
                     &join(TOPICS_KEY, service),
                     topic,
                     "topic names must not be empty",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// `[staleness]`: positive durations; when enabled, `processing` longer than every
+    /// `lock-at-most-for` (a claim held that long is taken over by another worker anyway).
+    fn validate_staleness(&self) -> Result<(), ConfigError> {
+        let s = &self.staleness;
+        for (field, value) in [
+            ("pending", s.pending),
+            ("processing", s.processing),
+            ("interval", s.interval),
+        ] {
+            if value.is_zero() {
+                return Err(invalid(
+                    &join(STALENESS, field),
+                    &format_duration(value),
+                    "must be greater than zero",
+                ));
+            }
+        }
+        let longest = Group::ALL
+            .into_iter()
+            .max_by_key(|g| self.group(*g).lock_at_most_for);
+        if let Some(group) = longest {
+            let lease = self.group(group).lock_at_most_for;
+            if s.enabled && s.processing <= lease {
+                return Err(invalid(
+                    &join(STALENESS, "processing"),
+                    &format_duration(s.processing),
+                    format!(
+                        "must be longer than {}.lock-at-most-for ({}): a healthy handler may \
+                         hold its claim that long",
+                        group.key(),
+                        format_duration(lease)
+                    ),
                 ));
             }
         }

@@ -12,6 +12,8 @@ use crate::status::MessageStatus;
 use crate::store::{ClaimRequest, Delivery, Inspect, Outcome, Resolution, RowView, Store};
 use crate::tenant::TenantId;
 
+pub mod admin;
+pub mod completion;
 pub mod runtime;
 
 /// The payload the suite emits.

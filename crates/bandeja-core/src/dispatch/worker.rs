@@ -1,10 +1,15 @@
 //! One cycle of an outbox worker: claim → publish (or move into the inbox) → mark.
+//!
+//! Each message is published inside a `bandeja.publish` span (message id, type, tenant,
+//! correlation and causation ids, trace id); the outcomes are counted in the
+//! `bandeja_messages_published_total` / `_retried_total` / `_failed_total` metrics.
 
 use crate::attempt;
 use crate::error::{FailureKind, Result};
 use crate::record::{BoxKind, MessageKind, StoredMessage};
 use crate::runtime::Shared;
 use crate::store::{Delivery, Outcome, Resolution, Store};
+use crate::telemetry;
 use crate::transport::TransportErrorKind;
 use crate::worker::Claimed;
 
@@ -57,6 +62,12 @@ async fn relay<S: Store>(
         if report.failed > 0 {
             tracing::warn!(box = %box_kind, failed = report.failed, "commands with no handler in this process marked FAILED");
         }
+        telemetry::relayed(
+            box_kind,
+            report.moved.saturating_sub(report.failed),
+            report.failed,
+        );
+        telemetry::duplicates(kind.inbox(), report.duplicates);
         moved += usize::try_from(report.moved).unwrap_or(usize::MAX);
     }
     Ok(Some(moved))
@@ -74,6 +85,7 @@ async fn move_to_inbox<S: Store>(
     let mut outcomes = Vec::with_capacity(claimed.len());
     let mut routed = Vec::with_capacity(claimed.len());
     for message in claimed {
+        let _span = span(message).entered();
         if let Some(outcome) = attempt::exhausted_by_crashes(message, config) {
             outcomes.push(outcome);
             continue;
@@ -114,6 +126,8 @@ async fn move_to_inbox<S: Store>(
     if report.inserted > 0 {
         shared.store.wakers().wake(kind.inbox());
     }
+    telemetry::dispatched(kind.outbox(), claimed, &outcomes);
+    telemetry::duplicates(kind.inbox(), report.duplicates);
     tracing::debug!(box = %kind.outbox(), moved = deliveries.len(), inbox_rows = report.inserted, duplicates = report.duplicates, "dispatched in-process");
     Ok(())
 }
@@ -142,16 +156,45 @@ async fn publish<S: Store>(
                 source: "the transport returned fewer results than messages".into(),
             })
         })))
-        .map(|(message, result)| match result {
-            Ok(()) => attempt::success(message),
-            Err(e) if e.kind == TransportErrorKind::Unavailable => Outcome {
-                id: message.record.id,
-                subscriber: None,
-                resolution: Resolution::Release,
-            },
-            Err(e) => attempt::failure(message, config, FailureKind::Retriable, e.to_string()),
+        .map(|(message, result)| {
+            let _span = span(message).entered();
+            match result {
+                Ok(()) => {
+                    tracing::debug!("published");
+                    attempt::success(message)
+                }
+                Err(e) if e.kind == TransportErrorKind::Unavailable => {
+                    tracing::debug!(error = %e, "transport unavailable: released");
+                    Outcome {
+                        id: message.record.id,
+                        subscriber: None,
+                        resolution: Resolution::Release,
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "publish failed");
+                    attempt::failure(message, config, FailureKind::Retriable, e.to_string())
+                }
+            }
         })
         .collect();
     shared.store.resolve(box_kind, token, &outcomes).await?;
+    telemetry::dispatched(box_kind, claimed, &outcomes);
     Ok(())
+}
+
+/// The tracing span of one publication.
+fn span(message: &StoredMessage) -> tracing::Span {
+    let headers = &message.record.headers;
+    tracing::info_span!(
+        "bandeja.publish",
+        message_id = %message.record.id,
+        message_type = %message.record.message_type,
+        subscriber = "",
+        tenant = %message.record.tenant_id,
+        correlation_id = headers.correlation_id.as_deref().unwrap_or(""),
+        causation_id = tracing::field::display(telemetry::OptionalId(headers.causation_id)),
+        trace_id = telemetry::trace::trace_id_of(headers),
+        traceparent = headers.traceparent.as_deref().unwrap_or(""),
+    )
 }

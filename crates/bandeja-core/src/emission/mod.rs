@@ -8,5 +8,6 @@
 mod outbox;
 mod recorded;
 
+pub(crate) use outbox::prepare;
 pub use outbox::Outbox;
 pub use recorded::RecordedEvents;

@@ -1,10 +1,13 @@
 //! The outbox handle: writes events and commands through the caller's connection or
-//! transaction.
+//! transaction. Every message leaves with a W3C `traceparent` header (continuing the
+//! current trace context, see [`telemetry::trace`](crate::telemetry::trace)) and is
+//! counted in `bandeja_messages_emitted_total`.
 
 use crate::envelope::{Command, Event, Payload};
 use crate::error::Result;
 use crate::record::{MessageKind, MessageRecord, DEFAULT_MAX_PAYLOAD_BYTES};
 use crate::store::Store;
+use crate::telemetry;
 
 /// Writes messages into the outboxes through the caller's transaction.
 ///
@@ -68,7 +71,7 @@ impl<S: Store> Outbox<S> {
         &self,
         conn: &mut S::Conn,
         kind: MessageKind,
-        records: Vec<MessageRecord>,
+        mut records: Vec<MessageRecord>,
     ) -> Result<()> {
         if records.is_empty() {
             return Ok(());
@@ -76,7 +79,18 @@ impl<S: Store> Outbox<S> {
         for record in &records {
             record.check_size(self.max_payload_bytes)?;
         }
+        prepare(&mut records);
         self.store.insert_outbox(conn, kind, &records).await?;
+        telemetry::emitted(kind.outbox(), &records);
         Ok(())
+    }
+}
+
+/// Gives every record a `traceparent` header (a child of the current trace context, or a
+/// new trace), unless the caller set a valid one. Every path into an outbox calls this.
+pub(crate) fn prepare(records: &mut [MessageRecord]) {
+    let current = telemetry::trace::current();
+    for record in records {
+        telemetry::trace::stamp(&mut record.headers, current);
     }
 }

@@ -13,6 +13,7 @@ use crate::processing::handler::{ErasedHandler, HandlerContext};
 use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
 use crate::runtime::Shared;
 use crate::store::{Outcome, Store};
+use crate::telemetry;
 use crate::tenant;
 
 /// Why an attempt did not complete.
@@ -91,16 +92,20 @@ pub(crate) fn handler_for<S: Store>(
     }
 }
 
-/// The tracing span of one handling.
+/// The tracing span of one handling: the message's ids, and its W3C trace context (the
+/// `traceparent` it carries and its trace id) so one request's story can be followed.
 pub(crate) fn span(message: &StoredMessage) -> tracing::Span {
+    let headers = &message.record.headers;
     tracing::info_span!(
         "bandeja.handle",
         message_id = %message.record.id,
         message_type = %message.record.message_type,
         subscriber = message.subscriber.as_deref().unwrap_or_default(),
         tenant = %message.record.inbox_tenant(),
-        correlation_id = message.record.headers.correlation_id.as_deref().unwrap_or(""),
-        causation_id = message.record.headers.causation_id.map(|c| c.to_string()).unwrap_or_default(),
+        correlation_id = headers.correlation_id.as_deref().unwrap_or(""),
+        causation_id = %telemetry::OptionalId(headers.causation_id),
+        trace_id = telemetry::trace::trace_id_of(headers),
+        traceparent = headers.traceparent.as_deref().unwrap_or(""),
         attempt = message.retry_count + 1,
     )
 }
@@ -133,7 +138,12 @@ pub(crate) async fn run_handler<S: Store>(
             handler.call(&mut ctx, first).await
         }
     };
-    let run = tenant::scope(first.record.inbox_tenant().clone(), call);
+    // Messages emitted by the handler continue the handled message's trace.
+    let handling = telemetry::trace::for_handling(&first.record.headers);
+    let run = tenant::scope(
+        first.record.inbox_tenant().clone(),
+        telemetry::trace::scope(handling, call),
+    );
     match tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()).await {
         Err(_elapsed) => {
             return Err(AttemptFailed::retriable(format!(
@@ -156,7 +166,10 @@ pub(crate) async fn run_handler<S: Store>(
         }
         Ok(Ok(Ok(()))) => {}
     }
-    let emitted = ctx.take_emitted();
+    let mut emitted = ctx.take_emitted();
+    for record in &mut emitted {
+        telemetry::trace::stamp(&mut record.headers, Some(handling));
+    }
     for kind in [MessageKind::Event, MessageKind::Command] {
         let batch: Vec<_> = emitted.iter().filter(|r| r.kind == kind).cloned().collect();
         if !batch.is_empty() {
@@ -170,10 +183,14 @@ pub(crate) async fn run_handler<S: Store>(
     Ok(emitted)
 }
 
-/// Wakes the dispatchers of what committed handlers emitted.
+/// Counts what committed handlers emitted and wakes the dispatchers of it.
 pub(crate) fn wake_for<S: Store>(shared: &Shared<S>, emitted: &[MessageRecord]) {
+    if emitted.is_empty() {
+        return;
+    }
     for kind in [MessageKind::Event, MessageKind::Command] {
         if emitted.iter().any(|r| r.kind == kind) {
+            telemetry::emitted(kind.outbox(), emitted.iter().filter(|r| r.kind == kind));
             shared.store.wakers().wake(kind.outbox());
         }
     }

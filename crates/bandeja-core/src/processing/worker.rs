@@ -1,6 +1,8 @@
 //! One cycle of an inbox worker: claim → handlers (each inside the transaction that marks
 //! its row COMPLETED: one per message, or one per batch with a savepoint per handler) →
-//! failures written back in one statement.
+//! failures written back in one statement. The batch's outcomes are counted once per
+//! (type, subscriber) in the handled / retried / failed metrics, with the commit→handled
+//! latency of each completed row.
 
 use futures::StreamExt;
 
@@ -77,6 +79,7 @@ pub(crate) async fn cycle<S: Store>(
     if !failures.is_empty() {
         shared.store.resolve(box_kind, &token, &failures).await?;
     }
+    crate::telemetry::processed(box_kind, &claimed, &failures);
     claimed_slot.clear();
     Ok(claimed.len())
 }

@@ -1,5 +1,6 @@
 //! Stage 4, reception: a message arriving from a transport is stored in the inbox (one row
 //! per local subscriber, dedup by `(id, subscriber)`) before the transport acknowledges it.
+//! Redeliveries absorbed by the dedup are counted in `bandeja_duplicates_absorbed_total`.
 
 use std::sync::Arc;
 
@@ -42,6 +43,7 @@ impl<S: Store> InboxSink for Reception<S> {
             })
             .collect();
         let report = self.store.receive(kind, &deliveries).await?;
+        crate::telemetry::duplicates(kind.inbox(), report.duplicates);
         if report.inserted > 0 {
             self.store.wakers().wake(kind.inbox());
         }

@@ -172,9 +172,15 @@ impl InboxBatch {
     }
 
     /// Counts what the insert did from the returned `(id, subscriber, delivery_count)`: a
-    /// new row's count equals this batch's deliveries; an existing row's is larger.
+    /// new row's count equals this batch's deliveries; an existing row's is larger; a pair
+    /// not returned was absorbed by the inbox's dedup ledger (its row is gone).
     pub(crate) fn report(&self, returned: &[(Uuid, String, i32)]) -> ReceiveReport {
         let mut report = ReceiveReport::default();
+        let mut absorbed: u64 = self
+            .deliveries
+            .values()
+            .map(|n| u64::try_from(*n).unwrap_or(1))
+            .sum();
         for (id, subscriber, count) in returned {
             let batch = self
                 .deliveries
@@ -182,6 +188,7 @@ impl InboxBatch {
                 .copied()
                 .unwrap_or(1);
             let batch = u64::try_from(batch).unwrap_or(1);
+            absorbed = absorbed.saturating_sub(batch);
             if u64::try_from(*count).ok() == Some(batch) {
                 report.inserted += 1;
                 report.duplicates += batch - 1;
@@ -189,6 +196,7 @@ impl InboxBatch {
                 report.duplicates += batch;
             }
         }
+        report.duplicates += absorbed;
         report
     }
 }

@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 
+mod admin;
 mod columns;
+mod completion;
 mod decode;
 mod maintenance;
 mod queries;
@@ -11,6 +13,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use bandeja_core::config::CompletionModes;
 use bandeja_core::wake::Wakers;
 use bandeja_core::{BoxKind, Outbox, StoreError, StoreErrorKind};
 use sqlx::postgres::{PgPool, PgPoolOptions};
@@ -41,13 +44,14 @@ const MAX_IDENTIFIER: usize = 63;
 pub struct PgStore {
     pool: PgPool,
     inner: Arc<Inner>,
+    /// The SQL of each box, for this handle's completion modes.
+    queries: Arc<[BoxQueries; 4]>,
 }
 
 struct Inner {
     schema: String,
     channel: String,
     wakers: Wakers,
-    queries: [BoxQueries; 4],
     relay: Mutex<Option<RelayHandle>>,
 }
 
@@ -165,8 +169,11 @@ impl PgStore {
         let channel = channel_of(schema);
         Ok(PgStore {
             pool,
+            queries: Arc::new(
+                BoxKind::ALL
+                    .map(|b| BoxQueries::new(schema, &channel, b, CompletionModes::default())),
+            ),
             inner: Arc::new(Inner {
-                queries: BoxKind::ALL.map(|b| BoxQueries::new(schema, &channel, b)),
                 schema: schema.to_owned(),
                 channel,
                 wakers: Wakers::new(),
@@ -251,7 +258,17 @@ impl PgStore {
     }
 
     pub(crate) fn queries(&self, box_kind: BoxKind) -> &BoxQueries {
-        &self.inner.queries[index(box_kind)]
+        &self.queries[index(box_kind)]
+    }
+
+    /// This handle with the SQL of `modes` (same pool, signals and relay).
+    pub(crate) fn with_modes(&self, modes: CompletionModes) -> PgStore {
+        let (schema, channel) = (&self.inner.schema, &self.inner.channel);
+        PgStore {
+            pool: self.pool.clone(),
+            inner: self.inner.clone(),
+            queries: Arc::new(BoxKind::ALL.map(|b| BoxQueries::new(schema, channel, b, modes))),
+        }
     }
 
     pub(crate) fn local_wakers(&self) -> &Wakers {

@@ -1,14 +1,17 @@
 //! The SQL of one box, formatted once per store with the schema-qualified table name, so a
 //! caller's transaction writes into the store's schema whatever its `search_path`.
 
-use bandeja_core::BoxKind;
+use bandeja_core::config::CompletionModes;
+use bandeja_core::{BoxKind, CompletionMode};
+
+use crate::completion;
 
 /// The database clock: the start of the current statement (inside a long transaction this
 /// is still the time of the write, unlike `now()`).
-const NOW: &str = "statement_timestamp()";
+pub(crate) const NOW: &str = "statement_timestamp()";
 
 /// The columns every box shares, in the order `decode` reads them.
-const COMMON_COLUMNS: [&str; 22] = [
+pub(crate) const COMMON_COLUMNS: [&str; 22] = [
     "seq",
     "id",
     "tenant_id",
@@ -58,8 +61,17 @@ pub(crate) struct BoxQueries {
     pub(crate) claim_tenant: String,
     /// The tenants with live rows (a loose index scan over `(tenant_id, seq)`).
     pub(crate) tenants: String,
+    /// What completing a row of this box does.
+    pub(crate) mode: CompletionMode,
     /// `$1..$6` outcome arrays (id, subscriber, status, retry count, delay s, error), `$7` worker.
+    /// In `update` mode an `UPDATE` (rows affected); otherwise it returns the count `n`.
     pub(crate) resolve: String,
+    /// Retention: `$1` age in seconds; returns the count `n` of rows and records deleted.
+    pub(crate) purge: String,
+    /// Staleness: `$1`/`$3` thresholds in seconds, `$2`/`$4` reasons; returns `(pending, processing)`.
+    pub(crate) fail_stale: String,
+    /// Every row of `<box>_archive` by `seq`.
+    pub(crate) archived: String,
     /// `$1` id, `$2` worker, `$3` subscriber.
     pub(crate) complete: String,
     /// Every row by `seq`.
@@ -78,7 +90,7 @@ pub(crate) struct BoxQueries {
 }
 
 /// `prefix` + each column, and the subscriber / delivery count (constants for outboxes).
-fn column_list(prefix: &str, inbox: bool) -> String {
+pub(crate) fn column_list(prefix: &str, inbox: bool) -> String {
     let mut columns: Vec<String> = COMMON_COLUMNS
         .iter()
         .map(|c| format!("{prefix}{c}"))
@@ -94,10 +106,17 @@ fn column_list(prefix: &str, inbox: bool) -> String {
 }
 
 impl BoxQueries {
-    pub(crate) fn new(schema: &str, channel: &str, box_kind: BoxKind) -> Self {
+    pub(crate) fn new(
+        schema: &str,
+        channel: &str,
+        box_kind: BoxKind,
+        modes: CompletionModes,
+    ) -> Self {
         let name = box_kind.table();
         let t = format!("\"{schema}\".{name}");
         let inbox = box_kind.is_inbox();
+        let mode = modes.of(box_kind);
+        let relay_modes = (mode, modes.of(box_kind.kind().inbox()));
         let (same_subscriber, subscriber_join) = if inbox {
             (
                 "AND o.subscriber = c.subscriber",
@@ -107,10 +126,7 @@ impl BoxQueries {
             ("", "")
         };
         let returned = column_list("t.", inbox);
-        BoxQueries {
-            claim: claim(&t, same_subscriber, &returned, false),
-            claim_tenant: claim(&t, same_subscriber, &returned, true),
-            resolve: format!(
+        let update_resolve = format!(
                 "UPDATE {t} AS t SET \
                    status = j.status, \
                    retry_count = COALESCE(j.retry_count, t.retry_count), \
@@ -123,7 +139,18 @@ impl BoxQueries {
                    AS j(id, sub, status, retry_count, delay, error) \
                  WHERE t.id = ANY($1::uuid[]) AND t.id = j.id {subscriber_join} \
                    AND t.status = 'PROCESSING' AND t.locked_by = $7::text"
-            ),
+            );
+        BoxQueries {
+            claim: claim(&t, same_subscriber, &returned, false),
+            claim_tenant: claim(&t, same_subscriber, &returned, true),
+            mode,
+            resolve: match mode {
+                CompletionMode::Update => update_resolve,
+                _ => completion::resolve(&t, inbox, mode),
+            },
+            purge: completion::purge(&t, inbox),
+            fail_stale: completion::fail_stale(&t),
+            archived: completion::archived_rows(&t, box_kind),
             complete: format!(
                 "UPDATE {t} SET status = 'COMPLETED', locked_by = NULL, locked_until = NULL, \
                    last_modified_at = {NOW}, completed_at = {NOW} \
@@ -144,15 +171,17 @@ impl BoxQueries {
                    FROM t WHERE t.tenant_id IS NOT NULL) \
                  SELECT tenant_id FROM t WHERE tenant_id IS NOT NULL LIMIT 10000"
             ),
-            relay: relay(&t, schema, channel, box_kind, false),
-            relay_tenant: relay(&t, schema, channel, box_kind, true),
+            relay: relay(&t, schema, channel, box_kind, false, relay_modes),
+            relay_tenant: relay(&t, schema, channel, box_kind, true, relay_modes),
             floor: format!("SELECT min(seq) FROM {t} WHERE status IN ('PENDING', 'PROCESSING')"),
             rows: format!(
                 "SELECT {}, false AS reclaimed FROM {t} ORDER BY seq{}",
                 column_list("", inbox),
                 if inbox { ", subscriber" } else { "" }
             ),
-            insert: if inbox {
+            insert: if inbox && mode != CompletionMode::Update {
+                completion::insert_inbox(&t, channel, name)
+            } else if inbox {
                 insert_inbox(&t, channel, name)
             } else {
                 insert_outbox(&t, channel, name)
@@ -218,6 +247,18 @@ fn insert_outbox(t: &str, channel: &str, name: &str) -> String {
     )
 }
 
+/// The message column names, their selection from `u`, and the `UNNEST` of an inbox insert.
+pub(crate) fn inbox_insert_parts() -> (String, String, String) {
+    (
+        message_column_names(),
+        selected_message_columns(),
+        unnest(
+            &[("id", "uuid"), ("subscriber", "text")],
+            &[("deliveries", "int4")],
+        ),
+    )
+}
+
 /// A multi-row inbox insert with dedup: an existing `(id, subscriber)` only gets its
 /// `delivery_count` raised by the row's deliveries. Notifies if it wrote rows.
 fn insert_inbox(t: &str, channel: &str, name: &str) -> String {
@@ -248,8 +289,17 @@ fn insert_inbox(t: &str, channel: &str, name: &str) -> String {
 /// rows are claimed as by `claim` (same filters), marked COMPLETED — or FAILED for a
 /// command no route takes — and copied into the inbox once per matching route, with
 /// dedup on `(id, subscriber)`, in `seq` order; the inbox's channel is notified. Returns
-/// `(moved, inserted, duplicates, failed)`.
-fn relay(t: &str, schema: &str, channel: &str, box_kind: BoxKind, by_tenant: bool) -> String {
+/// `(moved, inserted, duplicates, failed)`. With the outbox in `delete`/`archive` mode the
+/// routed rows are deleted (and archived) instead of marked; with the inbox in one of those
+/// modes the inbox rows go through its dedup ledger (see `completion`).
+fn relay(
+    t: &str,
+    schema: &str,
+    channel: &str,
+    box_kind: BoxKind,
+    by_tenant: bool,
+    (outbox_mode, inbox_mode): (CompletionMode, CompletionMode),
+) -> String {
     let inbox_name = box_kind.kind().inbox().table();
     let inbox = format!("\"{schema}\".{inbox_name}");
     let command = box_kind.kind() == bandeja_core::MessageKind::Command;
@@ -260,18 +310,94 @@ fn relay(t: &str, schema: &str, channel: &str, box_kind: BoxKind, by_tenant: boo
     };
     let unrouted = "NOT EXISTS (SELECT 1 FROM routes r WHERE r.message_type = t.message_type \
          AND (r.tenant IS NULL OR r.tenant = COALESCE(t.target_tenant_id, t.tenant_id)))";
+    let no_route_error = "'no handler for command type `' || t.message_type \
+           || '` (target service `' || COALESCE(t.target_service, '?') \
+           || '`) in this process: register one with `on_command`, or configure a broker \
+           transport that routes it'";
     let (status, error) = if command {
         (
             format!("CASE WHEN {unrouted} THEN 'FAILED' ELSE 'COMPLETED' END"),
-            format!(
-                "CASE WHEN {unrouted} THEN 'no handler for command type `' || t.message_type \
-                   || '` (target service `' || COALESCE(t.target_service, '?') \
-                   || '`) in this process: register one with `on_command`, or configure a broker \
-                   transport that routes it' ELSE t.last_error END"
-            ),
+            format!("CASE WHEN {unrouted} THEN {no_route_error} ELSE t.last_error END"),
         )
     } else {
         ("'COMPLETED'".to_owned(), "t.last_error".to_owned())
+    };
+    let due_rows =
+        "t.ctid = ANY(ARRAY(SELECT row_id FROM due)) AND $3::text IS NOT NULL AND $4::float8 >= 0";
+    // The outbox side: `source` holds the COMPLETED rows the inbox rows are made from.
+    let (outbox_ctes, source, source_filter, moved, failed) = if outbox_mode
+        == CompletionMode::Update
+    {
+        (
+            format!(
+                "moved AS ( \
+                   UPDATE {t} AS t SET \
+                     status = {status}, last_error = {error}, \
+                     locked_by = NULL, locked_until = NULL, last_modified_at = {NOW}, \
+                     completed_at = CASE WHEN {status} = 'COMPLETED' THEN {NOW} ELSE NULL END \
+                   WHERE {due_rows} \
+                   RETURNING t.*)"
+            ),
+            "moved",
+            "WHERE m.status = 'COMPLETED'",
+            "(SELECT count(*) FROM moved)".to_owned(),
+            "(SELECT count(*) FROM moved WHERE status = 'FAILED')",
+        )
+    } else {
+        let routed = if command {
+            format!("AND NOT {unrouted}")
+        } else {
+            String::new()
+        };
+        let mut ctes =
+            format!("gone AS (DELETE FROM {t} AS t WHERE {due_rows} {routed} RETURNING t.*)");
+        if let Some(archived) = completion::archive_cte(t, false, outbox_mode, "gone") {
+            ctes.push_str(&format!(", {archived}"));
+        }
+        if command {
+            ctes.push_str(&format!(
+                ", kept AS ( \
+                   UPDATE {t} AS t SET status = 'FAILED', last_error = {no_route_error}, \
+                     locked_by = NULL, locked_until = NULL, last_modified_at = {NOW}, completed_at = NULL \
+                   WHERE {due_rows} AND {unrouted} \
+                   RETURNING 1)"
+            ));
+        }
+        let (moved, failed) = if command {
+            (
+                "((SELECT count(*) FROM gone) + (SELECT count(*) FROM kept))".to_owned(),
+                "(SELECT count(*) FROM kept)",
+            )
+        } else {
+            ("(SELECT count(*) FROM gone)".to_owned(), "0::int8")
+        };
+        (ctes, "gone", "", moved, failed)
+    };
+    let pairs = format!(
+        "FROM {source} m JOIN routes r ON r.message_type = m.message_type \
+           AND (r.tenant IS NULL OR r.tenant = COALESCE(m.target_tenant_id, m.tenant_id))"
+    );
+    // The inbox side: with a dedup ledger, only the pairs it recorded become rows.
+    let (ledger, ledger_join, duplicates) = if inbox_mode == CompletionMode::Update {
+        (
+            String::new(),
+            String::new(),
+            "(SELECT count(*) FROM ins WHERE delivery_count > 1)".to_owned(),
+        )
+    } else {
+        (
+            format!(
+                "led AS ( \
+                   INSERT INTO {inbox}_dedup AS d (id, subscriber, received_at) \
+                   SELECT m.id, r.subscriber, {NOW} {pairs} {source_filter} \
+                   ON CONFLICT (id, subscriber) DO NOTHING \
+                   RETURNING d.id, d.subscriber), "
+            ),
+            "JOIN led ON led.id = m.id AND led.subscriber = r.subscriber".to_owned(),
+            format!(
+                "((SELECT count(*) {pairs} {source_filter}) - (SELECT count(*) FROM ins WHERE delivery_count = 1))"
+            ),
+        )
     };
     format!(
         "WITH routes AS ( \
@@ -287,14 +413,8 @@ fn relay(t: &str, schema: &str, channel: &str, box_kind: BoxKind, by_tenant: boo
                   AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
            ORDER BY c.seq LIMIT $2::int8 \
            FOR UPDATE OF c SKIP LOCKED), \
-         moved AS ( \
-           UPDATE {t} AS t SET \
-             status = {status}, last_error = {error}, \
-             locked_by = NULL, locked_until = NULL, last_modified_at = {NOW}, \
-             completed_at = CASE WHEN {status} = 'COMPLETED' THEN {NOW} ELSE NULL END \
-           WHERE t.ctid = ANY(ARRAY(SELECT row_id FROM due)) AND $3::text IS NOT NULL AND $4::float8 >= 0 \
-           RETURNING t.*), \
-         ins AS ( \
+         {outbox_ctes}, \
+         {ledger}ins AS ( \
            INSERT INTO {inbox} AS x (id, subscriber, tenant_id, message_type, schema_version, partition_key, \
              aggregate_type, aggregate_id, payload, headers, source_tenant_id, target_tenant_id, target_service, \
              occurred_at, status, retry_count, next_attempt_at, created_at, last_modified_at, received_at, \
@@ -303,16 +423,15 @@ fn relay(t: &str, schema: &str, channel: &str, box_kind: BoxKind, by_tenant: boo
              m.schema_version, m.partition_key, m.aggregate_type, m.aggregate_id, m.payload, m.headers, \
              m.source_tenant_id, m.target_tenant_id, m.target_service, m.occurred_at, 'PENDING', 0, \
              {NOW}, {NOW}, {NOW}, {NOW}, 1 \
-           FROM moved m JOIN routes r ON r.message_type = m.message_type \
-             AND (r.tenant IS NULL OR r.tenant = COALESCE(m.target_tenant_id, m.tenant_id)) \
-           WHERE m.status = 'COMPLETED' \
+           {pairs} {ledger_join} \
+           {source_filter} \
            ORDER BY m.seq, r.subscriber \
            ON CONFLICT (id, subscriber) DO UPDATE SET delivery_count = x.delivery_count + 1 \
            RETURNING x.delivery_count) \
-         SELECT (SELECT count(*) FROM moved) AS moved, \
+         SELECT {moved} AS moved, \
                 (SELECT count(*) FROM ins WHERE delivery_count = 1) AS inserted, \
-                (SELECT count(*) FROM ins WHERE delivery_count > 1) AS duplicates, \
-                (SELECT count(*) FROM moved WHERE status = 'FAILED') AS failed, \
+                {duplicates} AS duplicates, \
+                {failed} AS failed, \
                 (SELECT count(*) FROM (SELECT pg_notify('{channel}', '{inbox_name}') \
                    WHERE EXISTS (SELECT 1 FROM ins)) AS n) AS notified"
     )

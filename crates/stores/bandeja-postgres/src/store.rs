@@ -1,10 +1,12 @@
 //! `Store` and `Inspect` for PostgreSQL.
 
 use async_trait::async_trait;
+use bandeja_core::config::{CompletionMode, CompletionModes};
 use bandeja_core::store::{
     ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, RelayReport, Route, RowView,
     SavepointStep,
 };
+use bandeja_core::store::{StaleReport, StaleRequest};
 use bandeja_core::wake::Wakers;
 use bandeja_core::{
     BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage, TenantId,
@@ -59,12 +61,24 @@ async fn resolve_on(
     if outcomes.is_empty() {
         return Ok(0);
     }
-    let done = bind_outcomes(sqlx::query(&store.queries(box_kind).resolve), outcomes)?
-        .bind(worker_id)
-        .execute(conn)
+    let queries = store.queries(box_kind);
+    let query = bind_outcomes(sqlx::query(&queries.resolve), outcomes)?.bind(worker_id);
+    if queries.mode == CompletionMode::Update {
+        let done = query
+            .execute(conn)
+            .await
+            .map_err(|e| sqlx_error("write outcomes", e))?;
+        return Ok(done.rows_affected());
+    }
+    // `delete`/`archive`: one statement that deletes, archives and updates, and counts.
+    let row = query
+        .fetch_one(conn)
         .await
         .map_err(|e| sqlx_error("write outcomes", e))?;
-    Ok(done.rows_affected())
+    let n: i64 = row
+        .try_get("n")
+        .map_err(|e| sqlx_error("read the outcome count", e))?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 impl PgStore {
@@ -222,6 +236,15 @@ impl Store for PgStore {
         subscriber: Option<&str>,
         worker_id: &str,
     ) -> Result<bool, StoreError> {
+        if self.queries(box_kind).mode != CompletionMode::Update {
+            let completed = Outcome {
+                id,
+                subscriber: subscriber.map(str::to_owned),
+                resolution: bandeja_core::store::Resolution::Completed,
+            };
+            let n = resolve_on(self, tx, box_kind, worker_id, &[completed]).await?;
+            return Ok(n == 1);
+        }
         let done = sqlx::query(&self.queries(box_kind).complete)
             .bind(id.0)
             .bind(worker_id)
@@ -346,6 +369,53 @@ impl Store for PgStore {
         self.ensure_relay();
         self.local_wakers()
     }
+
+    /// Every mode is supported: the returned handle shares the pool, the signals and the
+    /// relay, and carries the statements of `modes`.
+    fn with_completion(&self, modes: CompletionModes) -> Result<Self, StoreError> {
+        Ok(self.with_modes(modes))
+    }
+
+    /// Deletes in chunks of 10 000 until nothing is left to delete.
+    async fn purge_completed(
+        &self,
+        box_kind: BoxKind,
+        older_than: std::time::Duration,
+    ) -> Result<u64, StoreError> {
+        let sql = &self.queries(box_kind).purge;
+        let mut total = 0u64;
+        loop {
+            let n: i64 = sqlx::query_scalar(sql)
+                .bind(seconds(older_than))
+                .fetch_one(self.pool())
+                .await
+                .map_err(|e| sqlx_error("purge completed rows", e))?;
+            let n = u64::try_from(n).unwrap_or(0);
+            total += n;
+            if n == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
+    async fn fail_stale(
+        &self,
+        box_kind: BoxKind,
+        request: &StaleRequest<'_>,
+    ) -> Result<StaleReport, StoreError> {
+        let (pending, processing): (i64, i64) = sqlx::query_as(&self.queries(box_kind).fail_stale)
+            .bind(seconds(request.pending))
+            .bind(request.pending_reason)
+            .bind(seconds(request.processing))
+            .bind(request.processing_reason)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| sqlx_error("mark stale rows FAILED", e))?;
+        Ok(StaleReport {
+            pending: u64::try_from(pending).unwrap_or(0),
+            processing: u64::try_from(processing).unwrap_or(0),
+        })
+    }
 }
 
 #[async_trait]
@@ -355,6 +425,14 @@ impl Inspect for PgStore {
             .fetch_all(self.pool())
             .await
             .map_err(|e| sqlx_error("list rows", e))?;
+        rows.iter().map(|row| row_view(row, box_kind)).collect()
+    }
+
+    async fn archived_rows(&self, box_kind: BoxKind) -> Result<Vec<RowView>, StoreError> {
+        let rows = sqlx::query(&self.queries(box_kind).archived)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| sqlx_error("list archived rows", e))?;
         rows.iter().map(|row| row_view(row, box_kind)).collect()
     }
 }

@@ -59,9 +59,15 @@ async fn migrations_create_the_boxes_in_the_schema_and_are_idempotent() {
         [
             "_sqlx_migrations",
             "inbox_commands",
+            "inbox_commands_archive",
+            "inbox_commands_dedup",
             "inbox_events",
+            "inbox_events_archive",
+            "inbox_events_dedup",
             "outbox_commands",
-            "outbox_events"
+            "outbox_commands_archive",
+            "outbox_events",
+            "outbox_events_archive"
         ]
     );
     let partial: i64 = sqlx::query_scalar(

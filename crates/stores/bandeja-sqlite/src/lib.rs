@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+mod admin;
+mod completion;
 mod decode;
 mod queries;
 mod store;
@@ -8,6 +10,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bandeja_core::config::CompletionModes;
 use bandeja_core::wake::Wakers;
 use bandeja_core::{BoxKind, Outbox, StoreError, StoreErrorKind};
 use sqlx::sqlite::{
@@ -24,11 +27,12 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 pub struct SqliteStore {
     pool: SqlitePool,
     inner: Arc<Inner>,
+    /// The SQL of each box, for this handle's completion modes.
+    queries: Arc<[BoxQueries; 4]>,
 }
 
 struct Inner {
     wakers: Wakers,
-    queries: [BoxQueries; 4],
 }
 
 fn index(box_kind: BoxKind) -> usize {
@@ -62,6 +66,10 @@ pub(crate) fn sqlx_error(operation: &'static str, error: sqlx::Error) -> StoreEr
     let kind = match &error {
         sqlx::Error::Database(db) if db.is_unique_violation() => StoreErrorKind::Duplicate,
         _ if is_transient(&error) => StoreErrorKind::Transient,
+        // A box table that is not there: the migrations have not run.
+        sqlx::Error::Database(db) if db.message().starts_with("no such table") => {
+            StoreErrorKind::Migration
+        }
         sqlx::Error::Database(_) | sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
             StoreErrorKind::Permanent
         }
@@ -100,8 +108,8 @@ impl SqliteStore {
             pool,
             inner: Arc::new(Inner {
                 wakers: Wakers::new(),
-                queries: BoxKind::ALL.map(BoxQueries::new),
             }),
+            queries: Arc::new(BoxKind::ALL.map(|b| BoxQueries::new(b, CompletionModes::default()))),
         }
     }
 
@@ -116,6 +124,15 @@ impl SqliteStore {
     }
 
     pub(crate) fn queries(&self, box_kind: BoxKind) -> &BoxQueries {
-        &self.inner.queries[index(box_kind)]
+        &self.queries[index(box_kind)]
+    }
+
+    /// This handle with the SQL of `modes` (same pool and signals).
+    pub(crate) fn with_modes(&self, modes: CompletionModes) -> SqliteStore {
+        SqliteStore {
+            pool: self.pool.clone(),
+            inner: self.inner.clone(),
+            queries: Arc::new(BoxKind::ALL.map(|b| BoxQueries::new(b, modes))),
+        }
     }
 }

@@ -1,6 +1,9 @@
 //! The SQL of one box, written once per table when the store is created.
 
-use bandeja_core::BoxKind;
+use bandeja_core::config::CompletionModes;
+use bandeja_core::{BoxKind, CompletionMode};
+
+use crate::completion::{self, CompletionSql};
 
 /// SQLite's clock as fixed-width UTC text (millisecond precision).
 pub(crate) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
@@ -21,12 +24,28 @@ pub(crate) struct BoxQueries {
     pub(crate) resolve: String,
     pub(crate) complete: String,
     pub(crate) rows: String,
+    /// What completing a row of this box does, and the statements it adds to `resolve`.
+    pub(crate) mode: CompletionMode,
+    pub(crate) completion: CompletionSql,
+    /// Inboxes: the insert with dedup (and, with a ledger, the statement recording it).
+    pub(crate) insert_inbox: String,
+    pub(crate) record_in_ledger: Option<String>,
+    /// Retention (`?1` modifier): COMPLETED rows, and the ledger of an inbox.
+    pub(crate) purge: String,
+    pub(crate) purge_ledger: Option<String>,
+    /// Staleness (`?1` modifier, `?2` reason): PENDING rows, PROCESSING rows.
+    pub(crate) stale_pending: String,
+    pub(crate) stale_processing: String,
+    /// Every row of `<box>_archive`.
+    pub(crate) archived: String,
 }
 
 impl BoxQueries {
-    pub(crate) fn new(box_kind: BoxKind) -> Self {
+    pub(crate) fn new(box_kind: BoxKind, modes: CompletionModes) -> Self {
         let t = box_kind.table();
         let inbox = box_kind.is_inbox();
+        let mode = modes.of(box_kind);
+        let ledger = inbox && mode != CompletionMode::Update;
         let columns = if inbox {
             format!("{COMMON_COLUMNS}, subscriber, delivery_count")
         } else {
@@ -89,6 +108,15 @@ impl BoxQueries {
                 "SELECT {columns} FROM {t} ORDER BY seq{}",
                 if inbox { ", subscriber" } else { "" }
             ),
+            mode,
+            completion: CompletionSql::new(box_kind, mode),
+            insert_inbox: insert_inbox(t, ledger),
+            record_in_ledger: ledger.then(|| completion::record_in_ledger(t)),
+            purge: completion::purge(t),
+            purge_ledger: inbox.then(|| completion::purge_ledger(t)),
+            stale_pending: completion::fail_stale(t, false),
+            stale_processing: completion::fail_stale(t, true),
+            archived: completion::archived_rows(box_kind),
         }
     }
 }
@@ -117,13 +145,19 @@ pub(crate) fn insert_outbox(table: &str) -> String {
 
 /// Inserts a JSON array of messages with their subscriber (`?1`) into an inbox, with dedup:
 /// an existing `(id, subscriber)` only counts one more delivery. Returns `delivery_count`
-/// per row (1: inserted).
-pub(crate) fn insert_inbox(table: &str) -> String {
+/// per row (1: inserted). With a `ledger`, pairs it holds whose row is gone are skipped
+/// (and return nothing).
+fn insert_inbox(table: &str, ledger: bool) -> String {
+    let absorbed = if ledger {
+        completion::absorbed_by_ledger(table)
+    } else {
+        String::new()
+    };
     format!(
         "INSERT INTO {table} ({MESSAGE_COLUMNS}, subscriber, next_attempt_at, created_at, last_modified_at, \
          received_at) \
          SELECT {FROM_JSON}, json_extract(value, '$.subscriber'), {NOW}, {NOW}, {NOW}, {NOW} \
-         FROM json_each(?1) WHERE true ORDER BY key \
+         FROM json_each(?1) WHERE true {absorbed} ORDER BY key \
          ON CONFLICT (id, subscriber) DO UPDATE SET delivery_count = delivery_count + 1 \
          RETURNING delivery_count"
     )

@@ -1,12 +1,15 @@
-//! `Store` and `Inspect` for SQLite.
+//! `Store` and `Inspect` for SQLite. The SQL lives in `queries` (and, for what depends on
+//! the completion mode, `completion`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bandeja_core::config::{CompletionMode, CompletionModes};
 use bandeja_core::store::{
     ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, Resolution, RowView, SavepointStep,
 };
+use bandeja_core::store::{StaleReport, StaleRequest};
 use bandeja_core::wake::Wakers;
 use bandeja_core::{
     BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage, TenantId,
@@ -15,7 +18,7 @@ use sqlx::sqlite::{Sqlite, SqliteConnection};
 use sqlx::{Row, Transaction};
 
 use crate::decode::{format_time, row_view};
-use crate::queries::{insert_inbox, insert_outbox};
+use crate::queries::insert_outbox;
 use crate::{sqlx_error, SqliteStore, MIGRATOR};
 
 fn encode_err(e: serde_json::Error) -> StoreError {
@@ -51,6 +54,7 @@ fn row_json(
 }
 
 async fn insert_inbox_rows(
+    store: &SqliteStore,
     conn: &mut SqliteConnection,
     kind: MessageKind,
     deliveries: &[Delivery<'_>],
@@ -67,18 +71,24 @@ async fn insert_inbox_rows(
     if rows.is_empty() {
         return Ok(report);
     }
-    let counts = sqlx::query_scalar::<_, i64>(&insert_inbox(kind.inbox().table()))
-        .bind(serde_json::Value::Array(rows).to_string())
+    let total = rows.len() as u64;
+    let rows = serde_json::Value::Array(rows).to_string();
+    let queries = store.queries(kind.inbox());
+    let counts = sqlx::query_scalar::<_, i64>(&queries.insert_inbox)
+        .bind(&rows)
         .fetch_all(&mut *conn)
         .await
         .map_err(|e| sqlx_error("insert into the inbox", e))?;
-    for count in counts {
-        if count == 1 {
-            report.inserted += 1;
-        } else {
-            report.duplicates += 1;
-        }
+    if let Some(record) = &queries.record_in_ledger {
+        sqlx::query(record)
+            .bind(&rows)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| sqlx_error("record inbox dedup", e))?;
     }
+    // Rows not returned were absorbed by the dedup ledger: duplicates too.
+    report.inserted = counts.iter().filter(|count| **count == 1).count() as u64;
+    report.duplicates = total - report.inserted;
     Ok(report)
 }
 
@@ -122,13 +132,31 @@ async fn resolve_on(
     if outcomes.is_empty() {
         return Ok(0);
     }
-    let done = sqlx::query(&store.queries(box_kind).resolve)
-        .bind(outcomes_json(outcomes))
+    let queries = store.queries(box_kind);
+    let json = outcomes_json(outcomes);
+    let done = sqlx::query(&queries.resolve)
+        .bind(&json)
         .bind(worker_id)
-        .execute(conn)
+        .execute(&mut *conn)
         .await
         .map_err(|e| sqlx_error("write outcomes", e))?;
+    // `archive`/`delete`: the rows just completed move out, in the caller's transaction.
+    for sql in [&queries.completion.archive, &queries.completion.delete]
+        .into_iter()
+        .flatten()
+    {
+        sqlx::query(sql)
+            .bind(&json)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| sqlx_error("move completed rows out", e))?;
+    }
     Ok(done.rows_affected())
+}
+
+/// A `strftime` modifier `duration` in the past: `-3600.000 seconds`.
+fn ago(duration: std::time::Duration) -> String {
+    format!("-{:.3} seconds", duration.as_secs_f64())
 }
 
 #[async_trait]
@@ -263,7 +291,7 @@ impl Store for SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(|e| sqlx_error("begin a transfer", e))?;
-        let report = insert_inbox_rows(&mut tx, kind, deliveries).await?;
+        let report = insert_inbox_rows(self, &mut tx, kind, deliveries).await?;
         resolve_on(self, &mut tx, kind.outbox(), worker_id, outcomes).await?;
         tx.commit()
             .await
@@ -281,7 +309,7 @@ impl Store for SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(|e| sqlx_error("begin a receive", e))?;
-        let report = insert_inbox_rows(&mut tx, kind, deliveries).await?;
+        let report = insert_inbox_rows(self, &mut tx, kind, deliveries).await?;
         tx.commit()
             .await
             .map_err(|e| sqlx_error("commit a receive", e))?;
@@ -296,6 +324,15 @@ impl Store for SqliteStore {
         subscriber: Option<&str>,
         worker_id: &str,
     ) -> Result<bool, StoreError> {
+        if self.queries(box_kind).mode != CompletionMode::Update {
+            let completed = Outcome {
+                id,
+                subscriber: subscriber.map(str::to_owned),
+                resolution: Resolution::Completed,
+            };
+            let n = resolve_on(self, tx, box_kind, worker_id, &[completed]).await?;
+            return Ok(n == 1);
+        }
         let done = sqlx::query(&self.queries(box_kind).complete)
             .bind(id.to_string())
             .bind(worker_id)
@@ -312,6 +349,19 @@ impl Store for SqliteStore {
         worker_id: &str,
         outcomes: &[Outcome],
     ) -> Result<(), StoreError> {
+        if self.queries(box_kind).mode != CompletionMode::Update {
+            // Several statements: one transaction.
+            let mut tx = self
+                .pool()
+                .begin_with("BEGIN IMMEDIATE")
+                .await
+                .map_err(|e| sqlx_error("begin writing outcomes", e))?;
+            resolve_on(self, &mut tx, box_kind, worker_id, outcomes).await?;
+            return tx
+                .commit()
+                .await
+                .map_err(|e| sqlx_error("commit outcomes", e));
+        }
         let mut conn = self
             .pool()
             .acquire()
@@ -379,6 +429,78 @@ impl Store for SqliteStore {
     fn wakers(&self) -> &Wakers {
         &self.inner.wakers
     }
+
+    /// Every mode is supported: the returned handle shares the pool and the signals.
+    fn with_completion(&self, modes: CompletionModes) -> Result<Self, StoreError> {
+        Ok(self.with_modes(modes))
+    }
+
+    /// Deletes in chunks of 10 000 (one short write transaction each, so workers are not
+    /// held up) until nothing is left to delete.
+    async fn purge_completed(
+        &self,
+        box_kind: BoxKind,
+        older_than: std::time::Duration,
+    ) -> Result<u64, StoreError> {
+        let queries = self.queries(box_kind);
+        let modifier = ago(older_than);
+        let mut total = 0u64;
+        for sql in std::iter::once(&queries.purge).chain(&queries.purge_ledger) {
+            loop {
+                let done = sqlx::query(sql)
+                    .bind(&modifier)
+                    .execute(self.pool())
+                    .await
+                    .map_err(|e| sqlx_error("purge completed rows", e))?;
+                total += done.rows_affected();
+                if done.rows_affected() == 0 {
+                    break;
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    async fn fail_stale(
+        &self,
+        box_kind: BoxKind,
+        request: &StaleRequest<'_>,
+    ) -> Result<StaleReport, StoreError> {
+        let queries = self.queries(box_kind);
+        let mut tx = self
+            .pool()
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| sqlx_error("begin the staleness check", e))?;
+        let mut counts = Vec::with_capacity(2);
+        for (sql, threshold, reason) in [
+            (
+                &queries.stale_pending,
+                request.pending,
+                request.pending_reason,
+            ),
+            (
+                &queries.stale_processing,
+                request.processing,
+                request.processing_reason,
+            ),
+        ] {
+            let done = sqlx::query(sql)
+                .bind(ago(threshold))
+                .bind(reason)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| sqlx_error("mark stale rows FAILED", e))?;
+            counts.push(done.rows_affected());
+        }
+        tx.commit()
+            .await
+            .map_err(|e| sqlx_error("commit the staleness check", e))?;
+        Ok(StaleReport {
+            pending: counts.first().copied().unwrap_or(0),
+            processing: counts.get(1).copied().unwrap_or(0),
+        })
+    }
 }
 
 #[async_trait]
@@ -388,6 +510,14 @@ impl Inspect for SqliteStore {
             .fetch_all(self.pool())
             .await
             .map_err(|e| sqlx_error("list rows", e))?;
+        rows.iter().map(|row| row_view(row, box_kind)).collect()
+    }
+
+    async fn archived_rows(&self, box_kind: BoxKind) -> Result<Vec<RowView>, StoreError> {
+        let rows = sqlx::query(&self.queries(box_kind).archived)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| sqlx_error("list archived rows", e))?;
         rows.iter().map(|row| row_view(row, box_kind)).collect()
     }
 }

@@ -1,0 +1,259 @@
+//! The command line: global options, the command tree and each command's arguments (clap).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bandeja_core::admin::MessageFilter;
+use bandeja_core::{BoxKind, MessageId, MessageStatus};
+use chrono::{DateTime, Utc};
+use clap::{Args, Parser, Subcommand};
+
+use crate::args;
+use crate::error::EXIT_CODES_HELP;
+
+/// The help heading of the options every command takes.
+const GLOBAL: &str = "Global options";
+
+/// Operate bandeja's message boxes: counters, failed messages, retries, replays, retention.
+#[derive(Debug, Parser)]
+#[command(name = "bandeja", version, after_help = EXIT_CODES_HELP)]
+pub(crate) struct Cli {
+    /// The database: `sqlite://path/to/file.db` or `postgres://user@host/db`.
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        hide_env_values = true,
+        global = true,
+        value_name = "URL",
+        help_heading = GLOBAL
+    )]
+    pub(crate) database: Option<String>,
+
+    /// PostgreSQL schema holding the boxes.
+    #[arg(
+        long,
+        env = "BANDEJA_SCHEMA",
+        global = true,
+        default_value = bandeja_postgres::DEFAULT_SCHEMA,
+        help_heading = GLOBAL
+    )]
+    pub(crate) schema: String,
+
+    /// How long to wait for the database to answer when connecting (`10s`, `PT1M`).
+    #[arg(
+        long,
+        global = true,
+        default_value = "10s",
+        value_name = "DURATION",
+        value_parser = args::duration,
+        help_heading = GLOBAL
+    )]
+    pub(crate) connect_timeout: Duration,
+
+    /// Print one JSON document instead of text (every command).
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    pub(crate) json: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Create or upgrade the tables of the four boxes (and their archive tables).
+    Migrate,
+    /// Counters of the four boxes: pending, processing, failed, stuck, oldest pending,
+    /// last processed.
+    Status(StatusArgs),
+    /// List or inspect messages.
+    #[command(subcommand)]
+    Messages(MessagesCommand),
+    /// Send FAILED rows back to PENDING (due now, retry count 0): one message, or every
+    /// FAILED row matching the filters with --all-failed.
+    Retry(RetryArgs),
+    /// Reprocess COMPLETED inbox rows matching the filters (back to PENDING), e.g. after
+    /// fixing a handler bug.
+    Replay(ReplayArgs),
+    /// Delete COMPLETED rows completed longer ago than --older-than.
+    Purge(RetentionArgs),
+    /// Move COMPLETED rows completed longer ago than --older-than into `<box>_archive`.
+    Archive(RetentionArgs),
+    /// Serve the HTTP endpoints (/health, /boxes, /metrics) and the dashboard.
+    Serve(ServeArgs),
+}
+
+/// `bandeja status`.
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    /// One line per box and tenant.
+    #[arg(long)]
+    pub(crate) by_tenant: bool,
+    /// A PENDING row older than this counts as stuck.
+    #[arg(long, default_value = "PT5M", value_parser = args::duration)]
+    pub(crate) stuck_threshold: Duration,
+}
+
+/// `bandeja messages …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum MessagesCommand {
+    /// The rows matching the filters, newest first.
+    List(ListArgs),
+    /// Every row holding one message id (its outbox row, its inbox row per subscriber):
+    /// payload, headers, attempts, last error.
+    Show(ShowArgs),
+}
+
+/// Filters shared by `messages list`, `retry` and `replay`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct Filters {
+    /// Only this box: outbox_events, inbox_events, outbox_commands, inbox_commands.
+    #[arg(long = "box", value_name = "BOX")]
+    pub(crate) box_kind: Option<BoxKind>,
+    /// Only this tenant's rows.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
+    /// Only this message type.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub(crate) message_type: Option<String>,
+    /// Only this subscriber's inbox rows.
+    #[arg(long)]
+    pub(crate) subscriber: Option<String>,
+    /// Only rows created at or after this instant: RFC 3339, or a duration ago (`2h`, `PT2H`).
+    #[arg(long, value_name = "WHEN", value_parser = args::instant)]
+    pub(crate) since: Option<DateTime<Utc>>,
+    /// Only rows created before this instant: RFC 3339, or a duration ago (`2h`, `PT2H`).
+    #[arg(long, value_name = "WHEN", value_parser = args::instant)]
+    pub(crate) until: Option<DateTime<Utc>>,
+}
+
+impl Filters {
+    /// The store filter, with `status` (and `id`) on top.
+    pub(crate) fn to_filter(
+        &self,
+        status: Option<MessageStatus>,
+        id: Option<MessageId>,
+    ) -> MessageFilter {
+        MessageFilter {
+            box_kind: self.box_kind,
+            status,
+            tenant: self.tenant.clone(),
+            message_type: self.message_type.clone(),
+            subscriber: self.subscriber.clone(),
+            since: self.since,
+            until: self.until,
+            id,
+        }
+    }
+}
+
+/// `bandeja messages list`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Only rows in this status: pending, processing, completed, failed.
+    #[arg(long, value_parser = args::status)]
+    pub(crate) status: Option<MessageStatus>,
+    /// The filters.
+    #[command(flatten)]
+    pub(crate) filters: Filters,
+    /// At most this many rows (newest first), up to 10000.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub(crate) limit: u32,
+}
+
+/// `bandeja messages show`.
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// The message id (a UUID).
+    pub(crate) id: MessageId,
+}
+
+/// Confirmation options of destructive commands.
+#[derive(Debug, Clone, Copy, Args)]
+pub(crate) struct Confirm {
+    /// Do it without asking (required when stdin is not a terminal).
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+    /// Only say how many rows would change.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+}
+
+/// `bandeja retry`.
+#[derive(Debug, Args)]
+pub(crate) struct RetryArgs {
+    /// The message to retry (all its FAILED rows, narrowed by --box / --subscriber).
+    #[arg(required_unless_present = "all_failed", conflicts_with = "all_failed")]
+    pub(crate) id: Option<MessageId>,
+    /// Retry every FAILED row matching the filters.
+    #[arg(long)]
+    pub(crate) all_failed: bool,
+    /// The filters.
+    #[command(flatten)]
+    pub(crate) filters: Filters,
+    /// Confirmation.
+    #[command(flatten)]
+    pub(crate) confirm: Confirm,
+}
+
+/// `bandeja replay`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// The filters (inbox boxes only).
+    #[command(flatten)]
+    pub(crate) filters: Filters,
+    /// Confirmation.
+    #[command(flatten)]
+    pub(crate) confirm: Confirm,
+}
+
+/// `bandeja purge` and `bandeja archive`.
+#[derive(Debug, Args)]
+pub(crate) struct RetentionArgs {
+    /// Rows completed longer ago than this (`30d`, `P30D`, `12h`).
+    #[arg(long, value_name = "DURATION", value_parser = args::duration)]
+    pub(crate) older_than: Duration,
+    /// Only this box (default: all four).
+    #[arg(long = "box", value_name = "BOX")]
+    pub(crate) box_kind: Option<BoxKind>,
+    /// Confirmation.
+    #[command(flatten)]
+    pub(crate) confirm: Confirm,
+}
+
+/// `bandeja serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on. Anything but a loopback address requires --token.
+    #[arg(long, default_value_t = bandeja_http::DEFAULT_LISTEN)]
+    pub(crate) listen: SocketAddr,
+    /// Admin token: the state-changing endpoints always require it (as
+    /// `Authorization: Bearer <token>`), the listings too once set. Without one, a token is
+    /// generated for this run and printed with the dashboard URL.
+    #[arg(long, env = "BANDEJA_ADMIN_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// A PENDING row older than this makes /health DOWN.
+    #[arg(long, default_value = "PT5M", value_parser = args::duration)]
+    pub(crate) stuck_threshold: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn retry_takes_an_id_or_all_failed_but_not_both() {
+        let id = MessageId::new().to_string();
+        assert!(Cli::try_parse_from(["bandeja", "retry", &id]).is_ok());
+        assert!(Cli::try_parse_from(["bandeja", "retry", "--all-failed"]).is_ok());
+        assert!(Cli::try_parse_from(["bandeja", "retry"]).is_err());
+        assert!(Cli::try_parse_from(["bandeja", "retry", &id, "--all-failed"]).is_err());
+    }
+}

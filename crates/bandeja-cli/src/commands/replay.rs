@@ -1,0 +1,42 @@
+//! `bandeja replay`: COMPLETED inbox rows matching the filters back to PENDING, so their
+//! handlers run again (after fixing a handler bug).
+
+use bandeja_core::admin::Admin;
+use bandeja_core::{BoxKind, MessageStatus};
+
+use crate::cli::ReplayArgs;
+use crate::commands::change::{self, Changed, Decision};
+use crate::error::CliError;
+use crate::scan;
+
+/// The boxes replay applies to.
+const INBOXES: [BoxKind; 2] = [BoxKind::InboxEvents, BoxKind::InboxCommands];
+
+/// Replays after confirmation.
+pub(crate) async fn run<S: Admin>(
+    store: &S,
+    args: &ReplayArgs,
+    json: bool,
+) -> Result<(), CliError> {
+    let filter = args.filters.to_filter(None, None);
+    filter
+        .check_replay()
+        .map_err(|e| CliError::Usage(e.source.to_string()))?;
+    let completed = args.filters.to_filter(Some(MessageStatus::Completed), None);
+    let boxes = scan::boxes(&filter, &INBOXES);
+    let counts = scan::count(store, &completed, &boxes).await?;
+    let matched: u64 = counts.iter().map(|(_, n)| n).sum();
+    if change::decide("replay", "Replay", &counts, args.confirm, true, json)? == Decision::Done {
+        return Ok(());
+    }
+    let changed = store.replay(&filter).await?;
+    change::report(
+        &Changed {
+            action: "replay",
+            matched,
+            changed,
+            dry_run: false,
+        },
+        json,
+    )
+}

@@ -1,0 +1,81 @@
+//! `bandeja status`: the counters of the four boxes (what `GET /boxes` shows) as a table.
+
+use std::io::{self, Write};
+
+use bandeja_core::admin::{Admin, BoxCounters};
+use bandeja_core::config::format_duration;
+
+use crate::cli::StatusArgs;
+use crate::error::CliError;
+use crate::output;
+use crate::table::Table;
+
+/// The JSON document.
+#[derive(serde::Serialize)]
+struct Status<'a> {
+    /// The threshold the `stuck` counters use (ISO-8601).
+    stuck_threshold: String,
+    /// One entry per box (or per box and tenant).
+    boxes: &'a [BoxCounters],
+}
+
+/// Prints the counters.
+pub(crate) async fn run<S: Admin>(
+    store: &S,
+    args: &StatusArgs,
+    json: bool,
+) -> Result<(), CliError> {
+    let counters = store.counters(args.stuck_threshold, args.by_tenant).await?;
+    let threshold = format_duration(args.stuck_threshold);
+    if json {
+        return output::json(&Status {
+            stuck_threshold: threshold,
+            boxes: &counters,
+        });
+    }
+    let mut out = io::stdout().lock();
+    table(&counters, args.by_tenant).write(&mut out)?;
+    if args.by_tenant && counters.is_empty() {
+        writeln!(out, "(no tenant has PENDING, PROCESSING or FAILED rows)")?;
+    }
+    writeln!(
+        out,
+        "\nstuck: PENDING for longer than {threshold}; times in UTC"
+    )?;
+    out.flush()?;
+    Ok(())
+}
+
+fn table(counters: &[BoxCounters], by_tenant: bool) -> Table {
+    let mut header = vec!["BOX"];
+    if by_tenant {
+        header.push("TENANT");
+    }
+    let first_number = header.len();
+    header.extend([
+        "PENDING",
+        "PROCESSING",
+        "FAILED",
+        "STUCK",
+        "OLDEST PENDING",
+        "LAST PROCESSED",
+    ]);
+    let numbers: Vec<usize> = (first_number..first_number + 4).collect();
+    let mut table = Table::new(&header).right_align(&numbers);
+    for c in counters {
+        let mut row = vec![c.box_kind.to_string()];
+        if by_tenant {
+            row.push(c.tenant.clone().unwrap_or_else(|| "-".to_owned()));
+        }
+        row.extend([
+            c.pending.to_string(),
+            c.processing.to_string(),
+            c.failed.to_string(),
+            c.stuck.to_string(),
+            output::instant(c.oldest_pending_at),
+            output::instant(c.last_processed_at),
+        ]);
+        table.push(row);
+    }
+    table
+}

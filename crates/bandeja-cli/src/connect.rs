@@ -1,0 +1,137 @@
+//! Opens the store named by `--database` (SQLite or PostgreSQL) and runs the command on it.
+//!
+//! The CLI builds its own small pools: it fails fast with the driver's reason when the
+//! database is unreachable, never creates a SQLite file except for `migrate`, and never
+//! starts the PostgreSQL `NOTIFY` relay, which only workers need.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use bandeja_postgres::PgStore;
+use bandeja_sqlite::SqliteStore;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use sqlx::{ConnectOptions, Connection};
+
+use crate::cli::{Cli, Command};
+use crate::error::{redact, CliError};
+use crate::run::run;
+
+/// Connections the CLI keeps: a command runs one statement at a time; `serve` answers
+/// a few requests at once.
+const MAX_CONNECTIONS: u32 = 4;
+
+/// Which database a URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+fn backend_of(url: &str) -> Result<Backend, CliError> {
+    if url.starts_with("sqlite:") {
+        Ok(Backend::Sqlite)
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Backend::Postgres)
+    } else {
+        Err(CliError::Usage(format!(
+            "unsupported database URL `{}`: use sqlite://path/to/file.db or \
+             postgres://user@host/database",
+            redact(url)
+        )))
+    }
+}
+
+/// Opens the database of `cli` and runs its command there.
+pub(crate) async fn open_and_run(cli: Cli) -> Result<(), CliError> {
+    let url = cli.database.clone().ok_or_else(|| {
+        CliError::Usage(
+            "no database: pass --database URL or set DATABASE_URL \
+             (sqlite://path/to/file.db or postgres://user@host/database)"
+                .to_owned(),
+        )
+    })?;
+    match backend_of(&url)? {
+        Backend::Sqlite => {
+            let create = matches!(cli.command, Command::Migrate);
+            let store = open_sqlite(&url, create, cli.connect_timeout).await?;
+            run(store, cli).await
+        }
+        Backend::Postgres => {
+            let store = open_postgres(&url, &cli.schema, cli.connect_timeout).await?;
+            run(store, cli).await
+        }
+    }
+}
+
+/// Opens a SQLite database; the file must exist unless `create` (`migrate`).
+async fn open_sqlite(url: &str, create: bool, timeout: Duration) -> Result<SqliteStore, CliError> {
+    let connect_error = |reason: String| CliError::Connect {
+        url: redact(url),
+        reason,
+    };
+    let options = SqliteConnectOptions::from_str(url)
+        .map_err(|e| connect_error(e.to_string()))?
+        .create_if_missing(create)
+        .journal_mode(SqliteJournalMode::Wal)
+        .busy_timeout(Duration::from_secs(30))
+        .foreign_keys(true);
+    let file = options.get_filename();
+    let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+    if !create && !in_memory && !file.exists() {
+        return Err(connect_error(format!(
+            "the file {} does not exist (create it with `bandeja migrate`)",
+            file.display()
+        )));
+    }
+    let pool = SqlitePoolOptions::new()
+        .max_connections(if in_memory { 1 } else { MAX_CONNECTIONS })
+        .acquire_timeout(timeout)
+        .connect_with(options)
+        .await
+        .map_err(|e| connect_error(e.to_string()))?;
+    Ok(SqliteStore::from_pool(pool))
+}
+
+/// Connects to PostgreSQL, boxes in `schema`. One direct connection first, so an
+/// unreachable server is reported at once with its reason (a pool would keep retrying a
+/// refused connection until its timeout).
+async fn open_postgres(url: &str, schema: &str, timeout: Duration) -> Result<PgStore, CliError> {
+    let connect_error = |reason: String| CliError::Connect {
+        url: redact(url),
+        reason,
+    };
+    let options = PgConnectOptions::from_str(url).map_err(|e| connect_error(e.to_string()))?;
+    let probe = tokio::time::timeout(timeout, options.connect())
+        .await
+        .map_err(|_| connect_error(format!("no answer within {timeout:?}")))?
+        .map_err(|e| connect_error(e.to_string()))?;
+    // The probe only proves the server answers; closing it cleanly is a courtesy.
+    let _ = probe.close().await;
+    let pool = PgPoolOptions::new()
+        .max_connections(MAX_CONNECTIONS)
+        .acquire_timeout(timeout)
+        .connect_with(options)
+        .await
+        .map_err(|e| connect_error(e.to_string()))?;
+    PgStore::from_pool(pool, Some(schema)).map_err(|e| CliError::Usage(e.source.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_their_backend() {
+        assert_eq!(backend_of("sqlite://a.db").ok(), Some(Backend::Sqlite));
+        assert_eq!(backend_of("sqlite::memory:").ok(), Some(Backend::Sqlite));
+        assert_eq!(backend_of("postgres://u@h/d").ok(), Some(Backend::Postgres));
+        assert_eq!(
+            backend_of("postgresql://u@h/d").ok(),
+            Some(Backend::Postgres)
+        );
+        let error = backend_of("mysql://u:pw@h/d").expect_err("unsupported");
+        assert_eq!(error.exit().code(), 2);
+        assert!(!error.to_string().contains("pw"), "{error}");
+    }
+}

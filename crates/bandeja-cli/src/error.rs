@@ -1,0 +1,163 @@
+//! The errors of the `bandeja` command and the exit code each one ends the process with.
+
+use std::io;
+
+use bandeja_core::{StoreError, StoreErrorKind};
+
+/// The exit codes of `bandeja`, as documented in `--help` and the README.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exit {
+    /// The command did what it was asked (also: nothing matched, nothing to do).
+    Ok = 0,
+    /// A runtime failure: the database is unreachable, a statement failed, output failed.
+    Failure = 1,
+    /// A usage error: bad arguments or options (clap's own errors also end with 2).
+    Usage = 2,
+    /// The message id asked for is in no box.
+    NotFound = 3,
+    /// A destructive command was not confirmed (the answer was no, or stdin is not a
+    /// terminal and `--yes` was not given). Nothing changed.
+    Aborted = 4,
+}
+
+impl Exit {
+    /// The process exit status.
+    pub(crate) fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// The text `--help` shows about exit codes.
+pub(crate) const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  success (also when nothing matched)
+  1  runtime or database error (unreachable database, failed statement, migrations missing)
+  2  usage error (bad arguments, unknown database URL scheme, invalid schema name,
+     serve off loopback without --token)
+  3  not found (no row holds the message id)
+  4  aborted: a destructive command was not confirmed (answered no, or stdin is not a
+     terminal and --yes was not given); nothing changed";
+
+/// Why a `bandeja` command failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// Bad arguments that clap could not catch.
+    #[error("{0}")]
+    Usage(String),
+    /// The database could not be opened.
+    #[error("cannot open the database {url}: {reason}")]
+    Connect {
+        /// The URL, password redacted.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// A store operation failed.
+    #[error("{}", describe_store_error(.0))]
+    Store(#[from] StoreError),
+    /// Nothing holds what was asked for.
+    #[error("{0}")]
+    NotFound(String),
+    /// The operator did not confirm.
+    #[error("{0}")]
+    Aborted(String),
+    /// Writing the output or reading the answer failed.
+    #[error("input/output error: {0}")]
+    Io(#[from] io::Error),
+    /// The JSON output could not be produced.
+    #[error("cannot write JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The HTTP server could not start (address in use, non-loopback without a token) or
+    /// failed.
+    #[error(transparent)]
+    Serve(#[from] bandeja_http::ServeError),
+}
+
+impl CliError {
+    /// The exit code this error ends the process with.
+    pub(crate) fn exit(&self) -> Exit {
+        match self {
+            CliError::Usage(_)
+            | CliError::Serve(bandeja_http::ServeError::NonLoopbackWithoutToken { .. }) => {
+                Exit::Usage
+            }
+            CliError::NotFound(_) => Exit::NotFound,
+            CliError::Aborted(_) => Exit::Aborted,
+            CliError::Connect { .. }
+            | CliError::Store(_)
+            | CliError::Io(_)
+            | CliError::Json(_)
+            | CliError::Serve(_) => Exit::Failure,
+        }
+    }
+
+    /// Whether this is a closed stdout (`bandeja messages list | head`): not worth a message.
+    pub(crate) fn is_broken_pipe(&self) -> bool {
+        match self {
+            CliError::Io(e) => e.kind() == io::ErrorKind::BrokenPipe,
+            CliError::Json(e) => e.io_error_kind() == Some(io::ErrorKind::BrokenPipe),
+            _ => false,
+        }
+    }
+}
+
+/// A store error with a hint when the cure is known.
+fn describe_store_error(error: &StoreError) -> String {
+    let missing_table = error.to_string().contains("no such table");
+    match error.kind {
+        _ if missing_table || error.kind == StoreErrorKind::Migration => format!(
+            "{error}\nhint: the tables are missing or out of date: run `bandeja migrate` \
+             (with the same --database and --schema)"
+        ),
+        StoreErrorKind::Transient => {
+            format!("{error}\nhint: the database is unreachable or busy; try again")
+        }
+        _ => error.to_string(),
+    }
+}
+
+/// `url` with the password of its user part replaced by `***`, for messages.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted_and_nothing_else_changes() {
+        assert_eq!(
+            redact("postgres://app:s3cret@db:5432/prod?sslmode=require"),
+            "postgres://app:***@db:5432/prod?sslmode=require"
+        );
+        assert_eq!(
+            redact("postgres://postgres@127.0.0.1/test"),
+            "postgres://postgres@127.0.0.1/test"
+        );
+        assert_eq!(redact("sqlite://data/app.db"), "sqlite://data/app.db");
+        assert_eq!(redact("sqlite::memory:"), "sqlite::memory:");
+    }
+
+    #[test]
+    fn each_error_has_its_documented_exit_code() {
+        assert_eq!(CliError::Usage("x".into()).exit().code(), 2);
+        assert_eq!(CliError::NotFound("x".into()).exit().code(), 3);
+        assert_eq!(CliError::Aborted("x".into()).exit().code(), 4);
+        let store = StoreError::new(StoreErrorKind::Migration, "count", "no such table");
+        let error = CliError::from(store);
+        assert_eq!(error.exit().code(), 1);
+        assert!(error.to_string().contains("bandeja migrate"), "{error}");
+    }
+}

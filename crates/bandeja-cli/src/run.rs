@@ -1,0 +1,26 @@
+//! Runs a parsed command against a store: one generic function for every store that has
+//! the [`Admin`] capability, so SQLite and PostgreSQL share every line of the commands.
+
+use bandeja_core::admin::Admin;
+
+use crate::cli::{Cli, Command, MessagesCommand};
+use crate::commands::{list, migrate, replay, retention, retry, serve, show, status};
+use crate::error::CliError;
+
+/// Runs `cli.command` against `store`.
+pub(crate) async fn run<S: Admin>(store: S, cli: Cli) -> Result<(), CliError> {
+    let json = cli.json;
+    match cli.command {
+        Command::Migrate => migrate::run(&store, json).await,
+        Command::Status(args) => status::run(&store, &args, json).await,
+        Command::Messages(MessagesCommand::List(args)) => list::run(&store, &args, json).await,
+        Command::Messages(MessagesCommand::Show(args)) => show::run(&store, &args, json).await,
+        Command::Retry(args) => retry::run(&store, &args, json).await,
+        Command::Replay(args) => replay::run(&store, &args, json).await,
+        Command::Purge(args) => retention::run(&store, retention::Action::Purge, &args, json).await,
+        Command::Archive(args) => {
+            retention::run(&store, retention::Action::Archive, &args, json).await
+        }
+        Command::Serve(args) => serve::run(store, &args, json).await,
+    }
+}

@@ -1,0 +1,212 @@
+//! Shared by the CLI tests: running the real `bandeja` binary, and seeding a store by
+//! running the real bandeja runtime (emission → dispatch → inbox → handlers), with one
+//! subscriber that always fails (rows end FAILED) and one that succeeds (rows end
+//! COMPLETED).
+
+// Each test crate uses a part of this module.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bandeja_core::admin::Admin;
+use bandeja_core::conformance::runtime::fast_config;
+use bandeja_core::conformance::Ping;
+use bandeja_core::testing::eventually;
+use bandeja_core::{
+    Bandeja, BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageStatus,
+    Store,
+};
+
+/// How many Ping events a seed emits.
+pub(crate) const SEEDED: usize = 3;
+
+/// The subscriber whose handler always fails.
+pub(crate) const FAILING: &str = "billing";
+
+/// The subscriber whose handler succeeds.
+pub(crate) const SUCCEEDING: &str = "audit";
+
+/// The error the failing handler returns.
+pub(crate) const FAILURE: &str = "card declined";
+
+/// What the `bandeja` process did.
+#[derive(Debug)]
+pub(crate) struct Run {
+    /// Exit code (`None`: killed by a signal).
+    pub(crate) code: Option<i32>,
+    /// Standard output.
+    pub(crate) stdout: String,
+    /// Standard error.
+    pub(crate) stderr: String,
+}
+
+impl Run {
+    /// The JSON document on stdout; panics with both streams when it is not one.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {self:#?}"))
+    }
+
+    /// Panics with both streams unless the exit code is `code`.
+    pub(crate) fn expect_code(self, code: i32) -> Run {
+        assert_eq!(self.code, Some(code), "{self:#?}");
+        self
+    }
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs `bandeja <args>` with stdin not a terminal (`/dev/null`) and no `DATABASE_URL`
+/// inherited, and waits for it.
+pub(crate) fn bandeja(args: &[&str]) -> Run {
+    Command::new(env!("CARGO_BIN_EXE_bandeja"))
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .env_remove("BANDEJA_SCHEMA")
+        .env_remove("BANDEJA_ADMIN_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the bandeja binary")
+        .into()
+}
+
+/// A directory of its own under the system temp dir, removed when dropped.
+pub(crate) struct TempDir(PathBuf);
+
+impl TempDir {
+    /// A new, empty directory.
+    pub(crate) fn new() -> TempDir {
+        let path = std::env::temp_dir().join(format!("bandeja-cli-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&path).expect("create the temp dir");
+        TempDir(path)
+    }
+
+    /// Its path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A current-thread runtime for the async parts of a test.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// Fails every attempt with [`FAILURE`] (a retriable error).
+#[derive(Clone)]
+struct Failing;
+
+#[async_trait]
+impl<S: Store> EventHandler<S, Ping> for Failing {
+    async fn handle(
+        &self,
+        _ctx: &mut HandlerContext<'_, S>,
+        _event: Event<Ping>,
+    ) -> Result<(), HandlerError> {
+        Err(FAILURE.into())
+    }
+}
+
+/// Succeeds.
+#[derive(Clone)]
+struct Succeeding;
+
+#[async_trait]
+impl<S: Store> EventHandler<S, Ping> for Succeeding {
+    async fn handle(
+        &self,
+        _ctx: &mut HandlerContext<'_, S>,
+        _event: Event<Ping>,
+    ) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+/// Emits [`SEEDED`] Ping events through the runtime and waits until every inbox row is
+/// terminal: [`FAILING`]'s rows FAILED (after one retry), [`SUCCEEDING`]'s COMPLETED; the
+/// outbox rows COMPLETED. Returns the ids, in emission order.
+pub(crate) async fn seed<S: Admin>(store: &S) -> Vec<MessageId> {
+    let mut config = fast_config();
+    config.events_inbox.max_retries = 1;
+    let bandeja = Bandeja::builder(store.clone())
+        .config(config)
+        .on_event::<Ping, _>(FAILING, Failing)
+        .on_event::<Ping, _>(SUCCEEDING, Succeeding)
+        .build()
+        .expect("build the runtime");
+    let running = bandeja.start().await.expect("start the runtime");
+    let mut ids = Vec::new();
+    for n in 0..SEEDED {
+        let event = Event::new("Ping", format!("k{n}"), Ping { n: n as u64 });
+        ids.push(event.id);
+        bandeja.emit(&event).await.expect("emit");
+    }
+    let done = eventually(Duration::from_secs(30), || async {
+        let inbox = store.rows(BoxKind::InboxEvents).await.ok()?;
+        let outbox = store.rows(BoxKind::OutboxEvents).await.ok()?;
+        let settled = inbox.len() == 2 * SEEDED
+            && inbox.iter().all(|r| {
+                let wanted = if r.message.subscriber.as_deref() == Some(FAILING) {
+                    MessageStatus::Failed
+                } else {
+                    MessageStatus::Completed
+                };
+                r.message.status == wanted
+            })
+            && outbox.len() == SEEDED
+            && outbox
+                .iter()
+                .all(|r| r.message.status == MessageStatus::Completed);
+        settled.then_some(())
+    })
+    .await;
+    running.shutdown().await;
+    done.expect("the seeded rows settle: FAILED for billing, COMPLETED for audit");
+    ids
+}
+
+/// The rows of `messages list --json` (with `args` added) as JSON values.
+pub(crate) fn listed(database: &[&str], args: &[&str]) -> Vec<serde_json::Value> {
+    let mut all = vec!["messages", "list", "--json"];
+    all.extend_from_slice(database);
+    all.extend_from_slice(args);
+    let run = bandeja(&all).expect_code(0);
+    let document = run.json();
+    let messages = document["messages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no messages array: {run:#?}"))
+        .clone();
+    assert_eq!(document["count"].as_u64(), Some(messages.len() as u64));
+    messages
+}
+
+/// Field `name` of every row, as strings.
+pub(crate) fn field(rows: &[serde_json::Value], name: &str) -> Vec<String> {
+    rows.iter()
+        .map(|r| match &r[name] {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}

@@ -1,0 +1,245 @@
+//! The `bandeja` binary against PostgreSQL, each test in a schema of its own (`--schema`),
+//! dropped afterwards. Uses `DATABASE_URL`, or `postgres://postgres@127.0.0.1:5432/test`.
+//! When PostgreSQL is unreachable the tests fail under `CI=true` and are skipped (with a
+//! notice) otherwise.
+
+mod common;
+
+use std::time::Duration;
+
+use bandeja_core::{MessageId, Store};
+use bandeja_postgres::PgStore;
+use common::{bandeja, field, listed, runtime, seed, FAILING, FAILURE, SEEDED, SUCCEEDING};
+use sqlx::{Connection, PgConnection, Row};
+
+/// How to start the local cluster.
+const START_HINT: &str = "start it with `pg_ctlcluster --skip-systemctl-redirect \
+     $(ls /etc/postgresql) main start` or set DATABASE_URL";
+
+fn database_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// A schema of this test's own, dropped with `CASCADE` when the guard goes.
+struct Schema {
+    url: String,
+    name: String,
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let (url, sql) = (
+            self.url.clone(),
+            format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name),
+        );
+        let dropped = runtime().block_on(async move {
+            let mut conn = PgConnection::connect(&url).await?;
+            sqlx::query(&sql).execute(&mut conn).await?;
+            conn.close().await
+        });
+        if let Err(e) = dropped {
+            eprintln!("warning: could not drop test schema {}: {e}", self.name);
+        }
+    }
+}
+
+/// A fresh schema name, or `None` (after a notice) when PostgreSQL is unreachable outside
+/// CI. Panics in CI.
+fn fresh_schema() -> Option<Schema> {
+    let url = database_url();
+    let reached = runtime().block_on(async {
+        match tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(&url)).await {
+            Ok(Ok(conn)) => conn.close().await.map_err(|e| e.to_string()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("timed out".to_owned()),
+        }
+    });
+    match reached {
+        Ok(()) => Some(Schema {
+            url,
+            name: format!("bandeja_cli_{}", uuid::Uuid::new_v4().simple()),
+        }),
+        Err(e) if in_ci() => panic!("PostgreSQL is unreachable at {url} ({e}): {START_HINT}"),
+        Err(e) => {
+            eprintln!("notice: PostgreSQL is unreachable at {url} ({e}); skipping: {START_HINT}");
+            None
+        }
+    }
+}
+
+/// A migrated (by `bandeja migrate`), seeded schema.
+struct Seeded {
+    schema: Schema,
+    ids: Vec<MessageId>,
+}
+
+impl Seeded {
+    fn new() -> Option<Seeded> {
+        let schema = fresh_schema()?;
+        let run = bandeja(&[
+            "migrate",
+            "--database",
+            &schema.url,
+            "--schema",
+            &schema.name,
+        ]);
+        let run = run.expect_code(0);
+        assert!(run.stdout.contains("migrations applied"), "{run:#?}");
+        let ids = runtime().block_on(async {
+            let store = PgStore::connect_with_schema(&schema.url, &schema.name)
+                .await
+                .expect("connect");
+            store.migrate().await.expect("migrations are idempotent");
+            let ids = seed(&store).await;
+            store.pool().close().await;
+            ids
+        });
+        Some(Seeded { schema, ids })
+    }
+
+    fn db(&self) -> [&str; 4] {
+        [
+            "--database",
+            &self.schema.url,
+            "--schema",
+            &self.schema.name,
+        ]
+    }
+
+    fn run(&self, args: &[&str]) -> common::Run {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&self.db());
+        bandeja(&all)
+    }
+
+    fn list(&self, args: &[&str]) -> Vec<serde_json::Value> {
+        listed(&self.db(), args)
+    }
+
+    fn archived(&self, table: &str) -> i64 {
+        let sql = format!("SELECT COUNT(*) AS n FROM \"{}\".{table}", self.schema.name);
+        runtime().block_on(async {
+            let mut conn = PgConnection::connect(&self.schema.url)
+                .await
+                .expect("connect");
+            let n = sqlx::query(&sql)
+                .fetch_one(&mut conn)
+                .await
+                .expect("count the archive")
+                .get::<i64, _>("n");
+            let _ = conn.close().await;
+            n
+        })
+    }
+}
+
+#[test]
+fn status_list_and_show_read_a_postgres_schema() {
+    let Some(db) = Seeded::new() else { return };
+    let status = db.run(&["status", "--json"]).expect_code(0).json();
+    let inbox = status["boxes"]
+        .as_array()
+        .expect("boxes")
+        .iter()
+        .find(|b| b["box"] == "inbox_events")
+        .cloned()
+        .expect("inbox_events");
+    assert_eq!(inbox["failed"], SEEDED, "{status:#}");
+
+    let failed = db.list(&["--status", "failed"]);
+    assert_eq!(failed.len(), SEEDED);
+    assert!(field(&failed, "subscriber").iter().all(|s| s == FAILING));
+    assert!(field(&failed, "last_error")
+        .iter()
+        .all(|e| e.contains(FAILURE)));
+    assert_eq!(
+        db.list(&["--since", "1h", "--type", "conformance.Ping"])
+            .len(),
+        3 * SEEDED
+    );
+
+    let id = db.ids[2].to_string();
+    let shown = db
+        .run(&["messages", "show", &id, "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(shown["rows"].as_array().map(Vec::len), Some(3), "{shown:#}");
+    assert!(shown["rows"][0]["payload"]["n"] == 2, "{shown:#}");
+    let missing = MessageId::new().to_string();
+    db.run(&["messages", "show", &missing]).expect_code(3);
+}
+
+#[test]
+fn retry_and_replay_send_rows_back_to_pending_in_a_postgres_schema() {
+    let Some(db) = Seeded::new() else { return };
+    let refused = db.run(&["retry", "--all-failed"]).expect_code(4);
+    assert!(refused.stderr.contains("--yes"), "{refused:#?}");
+    assert_eq!(db.list(&["--status", "failed"]).len(), SEEDED);
+
+    let retried = db
+        .run(&["retry", "--all-failed", "--yes", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(retried["changed"].as_u64(), Some(3), "{retried:#}");
+    let pending = db.list(&["--status", "pending"]);
+    assert_eq!(pending.len(), SEEDED);
+    assert!(field(&pending, "subscriber").iter().all(|s| s == FAILING));
+    assert!(field(&pending, "retry_count").iter().all(|n| n == "0"));
+    assert!(field(&pending, "resubmitted_count")
+        .iter()
+        .all(|n| n == "1"));
+
+    let replayed = db
+        .run(&["replay", "--subscriber", SUCCEEDING, "--yes", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(replayed["changed"].as_u64(), Some(3), "{replayed:#}");
+    assert_eq!(db.list(&["--status", "pending"]).len(), 2 * SEEDED);
+    assert_eq!(db.list(&["--status", "completed"]).len(), SEEDED);
+}
+
+#[test]
+fn purge_and_archive_remove_old_completed_rows_from_a_postgres_schema() {
+    let Some(db) = Seeded::new() else { return };
+    let recent = db
+        .run(&["purge", "--older-than", "1h", "--yes", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(recent["matched"].as_u64(), Some(0), "{recent:#}");
+
+    let purged = db
+        .run(&[
+            "purge",
+            "--older-than",
+            "0s",
+            "--box",
+            "outbox_events",
+            "--yes",
+            "--json",
+        ])
+        .expect_code(0)
+        .json();
+    assert_eq!(purged["changed"].as_u64(), Some(3), "{purged:#}");
+    assert!(db.list(&["--box", "outbox_events"]).is_empty());
+
+    let archived = db
+        .run(&["archive", "--older-than", "0s", "--yes", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(archived["changed"].as_u64(), Some(3), "{archived:#}");
+    assert_eq!(db.archived("inbox_events_archive"), 3);
+    assert_eq!(field(&db.list(&[]), "status"), ["FAILED"; 3]);
+}
+
+#[test]
+fn an_unknown_schema_name_is_a_usage_error() {
+    let Some(schema) = fresh_schema() else { return };
+    let run =
+        bandeja(&["status", "--database", &schema.url, "--schema", "Bad-Name"]).expect_code(2);
+    assert!(run.stderr.contains("invalid schema name"), "{run:#?}");
+}

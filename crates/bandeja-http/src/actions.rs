@@ -1,0 +1,175 @@
+//! The operator actions — retry one message, retry every FAILED row matching a filter,
+//! replay COMPLETED inbox rows, purge or archive old COMPLETED rows. Every one needs the
+//! admin token.
+
+use axum::extract::Path;
+use axum::http::HeaderMap;
+use axum::Json;
+use bandeja_core::admin::{Admin, MessageFilter};
+use bandeja_core::{BoxKind, MessageStatus};
+use serde_json::{json, Value};
+
+use crate::auth;
+use crate::error::ApiError;
+use crate::filter::{self, Params, FILTER_KEYS};
+use crate::messages::{pairs, RawQuery};
+use crate::router::Shared;
+
+/// `POST /messages/{id}/retry[?box=&subscriber=]`: the FAILED rows of one message go back
+/// to PENDING. 404 when there is no such message, 409 when none of its rows is FAILED.
+pub(crate) async fn retry_one<A: Admin>(
+    state: Shared<A>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    query: RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    auth::require_token(&state.options, &headers)?;
+    let id = filter::message_id(&id)
+        .map_err(|why| ApiError::BadRequest(format!("bad message id in the path: {why}")))?;
+    let params = Params::new(pairs(query)?, &[&["box", "subscriber"]])?;
+    let filter = MessageFilter {
+        id: Some(id),
+        status: Some(MessageStatus::Failed),
+        ..params.filter()?
+    };
+    let retried = state.admin.retry(&filter).await?;
+    if retried == 0 {
+        let rows = state.admin.show(id).await?;
+        if rows.is_empty() {
+            return Err(ApiError::NotFound(format!("no message with id {id}")));
+        }
+        let statuses: Vec<String> = rows
+            .iter()
+            .map(|v| {
+                let m = &v.row.message;
+                match &m.subscriber {
+                    Some(s) => format!("{} ({s}): {}", m.box_kind, m.status),
+                    None => format!("{}: {}", m.box_kind, m.status),
+                }
+            })
+            .collect();
+        return Err(ApiError::Conflict(format!(
+            "message {id} has no FAILED row to retry ({})",
+            statuses.join("; ")
+        )));
+    }
+    tracing::info!(%id, retried, "operator retried a message over HTTP");
+    Ok(Json(json!({ "retried": retried })))
+}
+
+/// `POST /retry?<filter>`: every FAILED row matching the filter goes back to PENDING.
+pub(crate) async fn retry<A: Admin>(
+    state: Shared<A>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    auth::require_token(&state.options, &headers)?;
+    let filter = Params::new(pairs(query)?, &[FILTER_KEYS])?.filter()?;
+    if filter.status.is_some_and(|s| s != MessageStatus::Failed) {
+        return Err(ApiError::BadRequest(
+            "retry resubmits FAILED rows only: leave `status` out or set it to FAILED".to_owned(),
+        ));
+    }
+    let retried = state.admin.retry(&filter).await?;
+    tracing::info!(
+        retried,
+        ?filter,
+        "operator retried FAILED messages over HTTP"
+    );
+    Ok(Json(json!({ "retried": retried })))
+}
+
+/// `POST /replay?<filter>`: COMPLETED inbox rows matching the filter go back to PENDING.
+/// At least one filter is required (replaying every handled message is never a default).
+pub(crate) async fn replay<A: Admin>(
+    state: Shared<A>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    auth::require_token(&state.options, &headers)?;
+    let filter = Params::new(pairs(query)?, &[FILTER_KEYS])?.filter()?;
+    let narrowed = MessageFilter {
+        status: None,
+        ..filter.clone()
+    } != MessageFilter::default();
+    if !narrowed {
+        return Err(ApiError::BadRequest(
+            "replay needs at least one filter (box, tenant, type, subscriber, since, until or id)"
+                .to_owned(),
+        ));
+    }
+    if filter.status.is_some_and(|s| s != MessageStatus::Completed) {
+        return Err(ApiError::BadRequest(
+            "replay resubmits COMPLETED rows only: leave `status` out or set it to COMPLETED"
+                .to_owned(),
+        ));
+    }
+    if filter.box_kind.is_some_and(|b| !b.is_inbox()) {
+        return Err(ApiError::BadRequest(
+            "replay applies to inbox_events and inbox_commands only".to_owned(),
+        ));
+    }
+    let replayed = state.admin.replay(&filter).await?;
+    tracing::info!(replayed, ?filter, "operator replayed messages over HTTP");
+    Ok(Json(json!({ "replayed": replayed })))
+}
+
+/// Purge or archive.
+#[derive(Clone, Copy)]
+enum Cleanup {
+    Purge,
+    Archive,
+}
+
+async fn cleanup<A: Admin>(
+    state: Shared<A>,
+    headers: HeaderMap,
+    query: RawQuery,
+    action: Cleanup,
+) -> Result<Json<Value>, ApiError> {
+    auth::require_token(&state.options, &headers)?;
+    let params = Params::new(pairs(query)?, &[&["box", "older_than", "completed_before"]])?;
+    let horizon = params.horizon()?;
+    let boxes: Vec<BoxKind> = match params.filter()?.box_kind {
+        Some(one) => vec![one],
+        None => BoxKind::ALL.to_vec(),
+    };
+    let mut per_box = serde_json::Map::new();
+    let mut total = 0u64;
+    for box_kind in boxes {
+        let n = match action {
+            Cleanup::Purge => state.admin.purge(box_kind, horizon).await?,
+            Cleanup::Archive => state.admin.archive(box_kind, horizon).await?,
+        };
+        total += n;
+        per_box.insert(box_kind.table().to_owned(), json!(n));
+    }
+    let key = match action {
+        Cleanup::Purge => "purged",
+        Cleanup::Archive => "archived",
+    };
+    tracing::info!(total, action = key, %horizon, "operator cleaned up COMPLETED rows over HTTP");
+    Ok(Json(
+        json!({ key: total, "boxes": per_box, "completed_before": horizon }),
+    ))
+}
+
+/// `POST /purge?box=&older_than=|completed_before=`: deletes COMPLETED rows completed
+/// before the horizon (every box when `box` is left out).
+pub(crate) async fn purge<A: Admin>(
+    state: Shared<A>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    cleanup(state, headers, query, Cleanup::Purge).await
+}
+
+/// `POST /archive?box=&older_than=|completed_before=`: moves COMPLETED rows completed
+/// before the horizon into the archive tables.
+pub(crate) async fn archive<A: Admin>(
+    state: Shared<A>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    cleanup(state, headers, query, Cleanup::Archive).await
+}

@@ -1,0 +1,312 @@
+//! Shared by the HTTP tests: real stores (a SQLite file per test, a PostgreSQL schema per
+//! test), a runtime with short intervals and a handler that fails a chosen message once,
+//! and a helper that calls the router with `oneshot`.
+
+// Each test crate uses a part of this module.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use axum::Router;
+use bandeja_core::config::Group;
+use bandeja_core::store::Inspect;
+use bandeja_core::{
+    BoxKind, Config, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageStatus,
+    Payload, Store,
+};
+use bandeja_postgres::PgStore;
+use bandeja_sqlite::SqliteStore;
+use serde::{Deserialize, Serialize};
+use tower::ServiceExt;
+
+/// How long a test waits for asynchronous work.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// The event the tests emit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrderPlaced {
+    pub n: u64,
+}
+
+impl Payload for OrderPlaced {
+    const TYPE: &'static str = "http_test.OrderPlaced";
+}
+
+/// What the handler of [`OrderPlaced`] emits: a follow-up in the same trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrderShipped {
+    pub n: u64,
+}
+
+impl Payload for OrderShipped {
+    const TYPE: &'static str = "http_test.OrderShipped";
+}
+
+/// Fails the messages whose number is in `poison` once (permanently: straight to FAILED)
+/// and those in `hiccup` once (retriable: retried at once), succeeds otherwise; emits an
+/// [`OrderShipped`] for each order it handles.
+#[derive(Clone, Default)]
+pub struct Flaky {
+    pub poison: Arc<Mutex<HashSet<u64>>>,
+    pub hiccup: Arc<Mutex<HashSet<u64>>>,
+}
+
+impl Flaky {
+    /// Fails each of `numbers` once, permanently.
+    pub fn failing(numbers: &[u64]) -> Flaky {
+        Flaky {
+            poison: Arc::new(Mutex::new(numbers.iter().copied().collect())),
+            ..Flaky::default()
+        }
+    }
+
+    /// Also fails each of `numbers` once with a retriable error.
+    pub fn hiccups(self, numbers: &[u64]) -> Flaky {
+        Flaky {
+            hiccup: Arc::new(Mutex::new(numbers.iter().copied().collect())),
+            ..self
+        }
+    }
+}
+
+#[async_trait]
+impl<S: Store> EventHandler<S, OrderPlaced> for Flaky {
+    async fn handle(
+        &self,
+        ctx: &mut HandlerContext<'_, S>,
+        event: Event<OrderPlaced>,
+    ) -> Result<(), HandlerError> {
+        let n = event.payload.n;
+        let poisoned = self
+            .poison
+            .lock()
+            .map(|mut p| p.remove(&n))
+            .unwrap_or(false);
+        if poisoned {
+            return Err(HandlerError::permanent(format!(
+                "payment service refused order {n}"
+            )));
+        }
+        let hiccup = self
+            .hiccup
+            .lock()
+            .map(|mut p| p.remove(&n))
+            .unwrap_or(false);
+        if hiccup {
+            return Err(HandlerError::retriable(format!(
+                "payment service timed out on order {n}"
+            )));
+        }
+        ctx.emit(Event::new("Order", n.to_string(), OrderShipped { n }))
+            .map_err(HandlerError::permanent)?;
+        Ok(())
+    }
+}
+
+/// Short intervals so the tests take milliseconds.
+pub fn fast_config() -> Config {
+    let mut config = Config::default();
+    for group in Group::ALL {
+        let g = config.group_mut(group);
+        g.polling_interval = Duration::from_millis(100);
+        g.polling_initial_delay = Duration::ZERO;
+        g.lock_at_least_for = Duration::from_millis(100);
+        g.lock_at_most_for = Duration::from_secs(10);
+        g.retry_backoff_initial = Duration::from_millis(10);
+        g.retry_backoff_max = Duration::from_millis(40);
+        g.retry_jitter = 0.0;
+    }
+    config
+}
+
+/// A runtime on `store` with [`Flaky`] subscribed as `billing`.
+pub fn runtime<S: Store>(store: S, flaky: Flaky) -> bandeja_core::Bandeja<S> {
+    bandeja_core::Bandeja::builder(store)
+        .config(fast_config())
+        .on_event::<OrderPlaced, _>("billing", flaky)
+        .build()
+        .expect("valid runtime")
+}
+
+/// An order event.
+pub fn order(n: u64) -> Event<OrderPlaced> {
+    Event::new("Order", n.to_string(), OrderPlaced { n })
+        .with_correlation_id(format!("checkout-{n}"))
+}
+
+/// A SQLite database file of its own, removed when dropped.
+pub struct SqliteFile {
+    dir: PathBuf,
+}
+
+impl Drop for SqliteFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A fresh, migrated SQLite store in a file of its own.
+pub async fn sqlite_store() -> (SqliteStore, SqliteFile) {
+    let dir = std::env::temp_dir().join(format!("bandeja-http-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let url = format!("sqlite://{}", dir.join("test.db").display());
+    let store = SqliteStore::connect(&url).await.expect("open SQLite");
+    store.migrate().await.expect("migrate");
+    (store, SqliteFile { dir })
+}
+
+/// The PostgreSQL the tests use.
+pub fn database_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Drops its schema when dropped.
+pub struct SchemaGuard {
+    schema: String,
+}
+
+impl Drop for SchemaGuard {
+    fn drop(&mut self) {
+        let (url, sql) = (
+            database_url(),
+            format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema),
+        );
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            runtime.block_on(async {
+                use sqlx::Connection;
+                let mut conn = sqlx::PgConnection::connect(&url)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                sqlx::query(&sql)
+                    .execute(&mut conn)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                conn.close().await.map_err(|e| e.to_string())
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            let _ = writeln!(std::io::stderr(), "warning: could not drop {}", self.schema);
+        }
+    }
+}
+
+/// A fresh, migrated PostgreSQL store in a schema of its own; `None` (after a notice) when
+/// PostgreSQL is unreachable outside CI. In CI an unreachable PostgreSQL fails the test.
+pub async fn pg_store() -> Option<(PgStore, SchemaGuard)> {
+    use sqlx::Connection;
+    let url = database_url();
+    let reached =
+        tokio::time::timeout(Duration::from_secs(10), sqlx::PgConnection::connect(&url)).await;
+    match reached {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+        }
+        other => {
+            let why = match other {
+                Ok(Err(e)) => e.to_string(),
+                _ => "timed out".to_owned(),
+            };
+            assert!(
+                !in_ci(),
+                "PostgreSQL is unreachable at {url} ({why}); CI needs it"
+            );
+            let _ = writeln!(
+                std::io::stderr(),
+                "notice: PostgreSQL is unreachable at {url} ({why}); skipping"
+            );
+            return None;
+        }
+    }
+    let schema = format!("bandeja_http_{}", uuid::Uuid::new_v4().simple());
+    let guard = SchemaGuard {
+        schema: schema.clone(),
+    };
+    let store = PgStore::connect_with_schema(&url, &schema)
+        .await
+        .expect("connect");
+    store.migrate().await.expect("migrate");
+    Some((store, guard))
+}
+
+/// A response: status, headers, body text.
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: String,
+}
+
+impl Reply {
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// Calls `app` once (`oneshot`), with the bearer `token` if given.
+pub async fn call(app: &Router, method: &str, uri: &str, token: Option<&str>) -> Reply {
+    let mut request = Request::builder().method(method).uri(uri);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let response = app
+        .clone()
+        .oneshot(request.body(Body::empty()).expect("request"))
+        .await
+        .expect("the router never fails");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), 16 * 1024 * 1024)
+        .await
+        .expect("body");
+    Reply {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+/// The status of message `id`'s row in `box_kind` (the first one found).
+pub async fn status_of<S: Inspect>(
+    store: &S,
+    box_kind: BoxKind,
+    id: MessageId,
+) -> Option<MessageStatus> {
+    store
+        .rows(box_kind)
+        .await
+        .ok()?
+        .into_iter()
+        .find(|r| r.message.record.id == id)
+        .map(|r| r.message.status)
+}
+
+/// Waits until message `id` has a row in `box_kind` with `status`.
+pub async fn wait_for_status<S: Inspect>(
+    store: &S,
+    box_kind: BoxKind,
+    id: MessageId,
+    status: MessageStatus,
+) {
+    bandeja_core::testing::eventually(WAIT, || async {
+        (status_of(store, box_kind, id).await == Some(status)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{id} never reached {status} in {box_kind}: {e:?}"));
+}

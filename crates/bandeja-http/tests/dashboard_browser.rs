@@ -1,0 +1,200 @@
+//! The dashboard in a real browser: Debian's headless Chromium, driven through WebDriver
+//! (chromedriver), against the server as `bandeja serve` runs it. A FAILED message shows
+//! with its last error; clicking its Retry button sends it back and the running worker
+//! completes it, which the page shows.
+//!
+//! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (`apt-get install chromium
+//! chromium-driver`; `.ci/run` installs them), or `CHROMIUM` / `CHROMEDRIVER` pointing
+//! elsewhere. Without them the test fails when `CI=true` and is skipped otherwise.
+
+mod common;
+
+use std::io::Write as _;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use bandeja_core::testing::eventually;
+use bandeja_core::{BoxKind, MessageStatus};
+use bandeja_http::HttpOptions;
+use common::{order, runtime, sqlite_store, status_of, wait_for_status, Flaky, WAIT};
+use fantoccini::{Client, ClientBuilder, Locator};
+
+const TOKEN: &str = "dashboard-test-token";
+
+fn tool(variable: &str, default: &str) -> PathBuf {
+    std::env::var_os(variable).map_or_else(|| PathBuf::from(default), PathBuf::from)
+}
+
+/// chromedriver, killed when dropped.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Starts chromedriver and waits until it accepts connections; `None` (after a notice)
+/// when Chromium or chromedriver is missing outside CI.
+async fn chromedriver() -> Option<Driver> {
+    let (chromium, driver) = (
+        tool("CHROMIUM", "/usr/bin/chromium"),
+        tool("CHROMEDRIVER", "/usr/bin/chromedriver"),
+    );
+    if !chromium.exists() || !driver.exists() {
+        let why = format!(
+            "{} or {} is missing: apt-get install -y chromium chromium-driver",
+            chromium.display(),
+            driver.display()
+        );
+        assert!(
+            !std::env::var("CI").is_ok_and(|v| v == "true" || v == "1"),
+            "the dashboard test needs a browser in CI: {why}"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "notice: skipping the browser test: {why}"
+        );
+        return None;
+    }
+    let port = free_port();
+    let child = Command::new(&driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", driver.display()));
+    let driver = Driver { child, port };
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    eventually(WAIT, || async { TcpStream::connect(addr).ok().map(drop) })
+        .await
+        .expect("chromedriver accepts connections");
+    Some(driver)
+}
+
+async fn browser(driver: &Driver) -> Client {
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".to_owned(),
+        serde_json::json!({
+            "binary": tool("CHROMIUM", "/usr/bin/chromium"),
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                     "--disable-dev-shm-usage", "--window-size=1280,900"],
+        }),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a Chromium session")
+}
+
+/// The text of the first element matching `css`, if there is one.
+async fn text_of(client: &Client, css: &str) -> Option<String> {
+    let element = client.find(Locator::Css(css)).await.ok()?;
+    element.text().await.ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_button_sends_a_failed_message_back_and_the_page_shows_it_completed() {
+    let Some(driver) = chromedriver().await else {
+        return;
+    };
+    let (store, _file) = sqlite_store().await;
+    let bandeja = runtime(store.clone(), Flaky::failing(&[42]));
+    let running = bandeja.start().await.expect("start");
+    let event = order(42);
+    bandeja.emit(&event).await.expect("emit");
+    wait_for_status(
+        &store,
+        BoxKind::InboxEvents,
+        event.id,
+        MessageStatus::Failed,
+    )
+    .await;
+
+    let server = bandeja_http::bind(
+        store.clone(),
+        HttpOptions::new().token(TOKEN),
+        "127.0.0.1:0".parse().expect("address"),
+    )
+    .await
+    .expect("bind");
+    let url = server.dashboard_url();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.run(async {
+        let _ = stopped.await;
+    }));
+
+    let client = browser(&driver).await;
+    client.goto(&url).await.expect("open the dashboard");
+    let id = event.id.to_string();
+    let button_css = format!("#failed button.retry[data-id=\"{id}\"]");
+    let button = client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css(&button_css))
+        .await
+        .expect("the FAILED message is listed with a Retry button");
+    let error = text_of(&client, &format!("#failed tr[data-id=\"{id}\"] td.error")).await;
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains("payment service refused order 42")),
+        "last error shown: {error:?}"
+    );
+    let failed_count = text_of(
+        &client,
+        "#boxes tr[data-box=\"inbox_events\"] td:nth-child(4)",
+    )
+    .await;
+    assert_eq!(failed_count.as_deref(), Some("1"));
+    let address = client.current_url().await.expect("url");
+    assert!(
+        !address.as_str().contains("token="),
+        "the token leaves the address bar: {address}"
+    );
+
+    button.click().await.expect("click Retry");
+    let status_css = format!("#retried tr[data-id=\"{id}\"] td.status");
+    let shown = eventually(WAIT, || async {
+        text_of(&client, &status_css)
+            .await
+            .filter(|s| s.contains("COMPLETED"))
+    })
+    .await
+    .expect("the page shows the retried message COMPLETED");
+    assert!(shown.contains("billing"), "{shown}");
+    assert_eq!(
+        status_of(&store, BoxKind::InboxEvents, event.id).await,
+        Some(MessageStatus::Completed)
+    );
+    eventually(WAIT, || async {
+        client
+            .find(Locator::Css(&button_css))
+            .await
+            .is_err()
+            .then_some(())
+    })
+    .await
+    .expect("the message leaves the FAILED list");
+    let notice = text_of(&client, "#notice").await.unwrap_or_default();
+    assert!(notice.contains("Retried"), "{notice}");
+
+    client.close().await.expect("close the browser");
+    let _ = stop.send(());
+    serving.await.expect("server task").expect("server ran");
+    running.shutdown().await;
+}

@@ -1,0 +1,257 @@
+//! `Admin` for PostgreSQL: counters, listings, retry, replay, purge and archive (see
+//! [`bandeja_core::admin`]). SQL in [`sql`]; table names only from [`BoxKind`] and the
+//! store's validated schema.
+
+mod sql;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bandeja_core::admin::{Admin, BoxCounters, MessageFilter, MessageView, Page, StatusGroup};
+use bandeja_core::{BoxKind, MessageId, Store, StoreError, StoreErrorKind};
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use crate::columns::seconds;
+use crate::{sqlx_error, PgStore};
+
+fn decode_error(e: impl Into<bandeja_core::BoxError>) -> StoreError {
+    StoreError::new(StoreErrorKind::Permanent, "decode the counters", e)
+}
+
+fn count(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+impl PgStore {
+    async fn status_groups(
+        &self,
+        box_kind: BoxKind,
+        stuck_threshold: Duration,
+    ) -> Result<Vec<StatusGroup>, StoreError> {
+        let rows = sqlx::query(&sql::counters(self.schema(), box_kind))
+            .bind(seconds(stuck_threshold))
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| sqlx_error("count the rows of a box", e))?;
+        let mut groups = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let status: String = row.try_get("status").map_err(decode_error)?;
+            groups.push(StatusGroup {
+                tenant: row.try_get("tenant_id").map_err(decode_error)?,
+                status: status.parse().map_err(decode_error)?,
+                count: count(row.try_get("n").map_err(decode_error)?),
+                oldest_created_at: row.try_get("oldest").map_err(decode_error)?,
+                stuck: count(row.try_get("stuck").map_err(decode_error)?),
+            });
+        }
+        Ok(groups)
+    }
+
+    /// The latest completion of the whole box, widening the look-back window until one
+    /// is found.
+    async fn last_processed_box(
+        &self,
+        box_kind: BoxKind,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        for window in sql::WINDOWS {
+            let statement = sql::last_processed_box(self.schema(), box_kind, window.is_some());
+            let mut query = sqlx::query_scalar::<_, Option<DateTime<Utc>>>(&statement);
+            if let Some(secs) = window {
+                query = query.bind(secs);
+            }
+            let last = query
+                .fetch_one(self.pool())
+                .await
+                .map_err(|e| sqlx_error("read the last completion", e))?;
+            if last.is_some() {
+                return Ok(last);
+            }
+        }
+        Ok(None)
+    }
+
+    /// The latest completion of each of `tenants`, widening the window for those not found.
+    async fn last_processed_by_tenant(
+        &self,
+        box_kind: BoxKind,
+        tenants: Vec<String>,
+    ) -> Result<HashMap<String, DateTime<Utc>>, StoreError> {
+        let mut found = HashMap::new();
+        let mut missing = tenants;
+        for window in sql::WINDOWS {
+            if missing.is_empty() {
+                break;
+            }
+            let statement = sql::last_processed(self.schema(), box_kind, window.is_some());
+            let mut query = sqlx::query(&statement).bind(&missing);
+            if let Some(secs) = window {
+                query = query.bind(secs);
+            }
+            let rows = query
+                .fetch_all(self.pool())
+                .await
+                .map_err(|e| sqlx_error("read the last completion", e))?;
+            for row in &rows {
+                let tenant: String = row.try_get("tenant_id").map_err(decode_error)?;
+                let last: Option<DateTime<Utc>> = row.try_get("last").map_err(decode_error)?;
+                if let Some(last) = last {
+                    found.insert(tenant, last);
+                }
+            }
+            missing.retain(|t| !found.contains_key(t));
+        }
+        Ok(found)
+    }
+
+    /// Sends rows of `from_status` matching `filter` back to PENDING in each box of `boxes`,
+    /// waking each box that changed (here and, by `NOTIFY`, in other processes).
+    async fn resubmit(
+        &self,
+        boxes: &[BoxKind],
+        from_status: &str,
+        filter: &MessageFilter,
+    ) -> Result<u64, StoreError> {
+        let mut changed = 0;
+        for &box_kind in boxes {
+            let statement =
+                sql::resubmit(self.schema(), self.channel(), box_kind, from_status, filter);
+            let n: i64 = statement
+                .query()
+                .fetch_one(self.pool())
+                .await
+                .map_err(|e| sqlx_error("resubmit rows", e))?
+                .try_get("n")
+                .map_err(decode_error)?;
+            if n > 0 {
+                self.wakers().wake(box_kind);
+            }
+            changed += count(n);
+        }
+        Ok(changed)
+    }
+
+    /// Runs a batch statement (`$1` cut-off, `$2` batch size) until a batch comes back short.
+    async fn in_batches(
+        &self,
+        statement: &str,
+        older_than: DateTime<Utc>,
+        operation: &'static str,
+    ) -> Result<u64, StoreError> {
+        let mut total = 0;
+        loop {
+            let done = sqlx::query(statement)
+                .bind(older_than)
+                .bind(sql::BATCH)
+                .execute(self.pool())
+                .await
+                .map_err(|e| sqlx_error(operation, e))?;
+            total += done.rows_affected();
+            if done.rows_affected() < count(sql::BATCH) {
+                return Ok(total);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Admin for PgStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(self.pool())
+            .await
+            .map_err(|e| sqlx_error("ping the database", e))?;
+        Ok(())
+    }
+
+    async fn counters(
+        &self,
+        stuck_threshold: Duration,
+        by_tenant: bool,
+    ) -> Result<Vec<BoxCounters>, StoreError> {
+        let mut all = Vec::new();
+        for box_kind in BoxKind::ALL {
+            let groups = self.status_groups(box_kind, stuck_threshold).await?;
+            let mut counters = BoxCounters::fold(box_kind, by_tenant, &groups);
+            if by_tenant {
+                let tenants = counters.iter().filter_map(|c| c.tenant.clone()).collect();
+                let last = self.last_processed_by_tenant(box_kind, tenants).await?;
+                for c in &mut counters {
+                    c.last_processed_at = c.tenant.as_ref().and_then(|t| last.get(t).copied());
+                }
+            } else {
+                let last = self.last_processed_box(box_kind).await?;
+                counters.iter_mut().for_each(|c| c.last_processed_at = last);
+            }
+            all.extend(counters);
+        }
+        Ok(all)
+    }
+
+    async fn list(
+        &self,
+        filter: &MessageFilter,
+        page: Page,
+    ) -> Result<Vec<MessageView>, StoreError> {
+        let mut views = Vec::new();
+        for box_kind in filter.boxes() {
+            let statement = sql::list(self.schema(), box_kind, filter, page);
+            let rows = statement
+                .query()
+                .fetch_all(self.pool())
+                .await
+                .map_err(|e| sqlx_error("list messages", e))?;
+            for row in &rows {
+                views.push(sql::message_view(row, box_kind)?);
+            }
+        }
+        Ok(views)
+    }
+
+    async fn show(&self, id: MessageId) -> Result<Vec<MessageView>, StoreError> {
+        let mut views = Vec::new();
+        for box_kind in BoxKind::ALL {
+            let rows = sqlx::query(&sql::show(self.schema(), box_kind))
+                .bind(id.0)
+                .fetch_all(self.pool())
+                .await
+                .map_err(|e| sqlx_error("show a message", e))?;
+            for row in &rows {
+                views.push(sql::message_view(row, box_kind)?);
+            }
+        }
+        Ok(views)
+    }
+
+    async fn retry(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
+        filter.check_retry()?;
+        self.resubmit(&filter.boxes(), "FAILED", filter).await
+    }
+
+    async fn replay(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
+        filter.check_replay()?;
+        let inboxes: Vec<_> = filter
+            .boxes()
+            .into_iter()
+            .filter(|b| b.is_inbox())
+            .collect();
+        self.resubmit(&inboxes, "COMPLETED", filter).await
+    }
+
+    async fn purge(&self, box_kind: BoxKind, older_than: DateTime<Utc>) -> Result<u64, StoreError> {
+        let statement = sql::purge(self.schema(), box_kind);
+        self.in_batches(&statement, older_than, "purge completed rows")
+            .await
+    }
+
+    async fn archive(
+        &self,
+        box_kind: BoxKind,
+        older_than: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        let statement = sql::archive(self.schema(), box_kind);
+        self.in_batches(&statement, older_than, "archive completed rows")
+            .await
+    }
+}

@@ -1,0 +1,305 @@
+//! The SQL of the `Admin` capability on PostgreSQL: column lists, the filter clauses (every
+//! operator-typed value a bound `$n`), and the decoding of the operator columns.
+//!
+//! Index use: live rows through the live partial indexes, FAILED rows through `<box>_failed`,
+//! completion times through the BRIN index `<box>_completed_brin` (migration 0004). No
+//! statement here needs an index over all rows.
+
+use bandeja_core::admin::{archive_table, MessageFilter, MessageView, Page};
+use bandeja_core::{BoxKind, StoreError, StoreErrorKind};
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::query::Query;
+use sqlx::{Postgres, Row};
+use uuid::Uuid;
+
+use crate::decode::row_view;
+
+/// The database clock, as the store's other statements read it.
+const NOW: &str = "statement_timestamp()";
+
+/// Rows per purge or archive batch: one short statement (and transaction) each.
+pub(super) const BATCH: i64 = 1000;
+
+/// Look-back windows for `last_processed_at`, in seconds, tried in turn: a recent window
+/// reads only the BRIN block ranges of recent completions. `None`: the whole box.
+pub(super) const WINDOWS: [Option<f64>; 4] =
+    [Some(600.0), Some(86_400.0), Some(30.0 * 86_400.0), None];
+
+/// A bound value.
+pub(super) enum Value {
+    Text(String),
+    Uuid(Uuid),
+    Time(DateTime<Utc>),
+    Int(i64),
+}
+
+/// A statement and its values, bound in order as `$1`, `$2`...
+pub(super) struct Statement {
+    pub(super) sql: String,
+    values: Vec<Value>,
+}
+
+impl Statement {
+    pub(super) fn query(&self) -> Query<'_, Postgres, PgArguments> {
+        self.values
+            .iter()
+            .fold(sqlx::query(&self.sql), |q, v| match v {
+                Value::Text(t) => q.bind(t.as_str()),
+                Value::Uuid(u) => q.bind(*u),
+                Value::Time(t) => q.bind(*t),
+                Value::Int(i) => q.bind(*i),
+            })
+    }
+}
+
+/// Collects values and hands out their `$n` placeholders.
+#[derive(Default)]
+struct Binder {
+    values: Vec<Value>,
+}
+
+impl Binder {
+    fn push(&mut self, value: Value, cast: &str) -> String {
+        self.values.push(value);
+        format!("${}::{cast}", self.values.len())
+    }
+}
+
+fn bad(what: impl Into<bandeja_core::BoxError>) -> StoreError {
+    StoreError::new(StoreErrorKind::Permanent, "decode a row", what)
+}
+
+/// The schema-qualified table of a box.
+pub(super) fn table(schema: &str, box_kind: BoxKind) -> String {
+    format!("\"{schema}\".{}", box_kind.table())
+}
+
+/// Every column of a box, as the archive table repeats them.
+fn all_columns(box_kind: BoxKind) -> String {
+    let (subscriber, inbox) = if box_kind.is_inbox() {
+        ("subscriber, ", ", received_at, delivery_count")
+    } else {
+        ("", "")
+    };
+    format!(
+        "seq, id, {subscriber}tenant_id, message_type, schema_version, partition_key, \
+         aggregate_type, aggregate_id, payload, headers, source_tenant_id, target_tenant_id, \
+         target_service, status, retry_count, next_attempt_at, last_error, locked_by, \
+         locked_until, occurred_at, created_at, last_modified_at, completed_at{inbox}, \
+         resubmitted_count, resubmitted_at"
+    )
+}
+
+/// The columns `row_view` reads plus the operator columns.
+fn select_columns(box_kind: BoxKind) -> String {
+    let inbox = if box_kind.is_inbox() {
+        "subscriber, delivery_count, received_at"
+    } else {
+        "NULL::text AS subscriber, 1 AS delivery_count, NULL::timestamptz AS received_at"
+    };
+    format!(
+        "seq, id, tenant_id, message_type, schema_version, partition_key, aggregate_type, \
+         aggregate_id, payload, headers, source_tenant_id, target_tenant_id, target_service, \
+         status, retry_count, next_attempt_at, last_error, locked_by, locked_until, occurred_at, \
+         created_at, completed_at, {inbox}, last_modified_at, resubmitted_count, resubmitted_at, \
+         false AS reclaimed"
+    )
+}
+
+/// `AND ...` for each filter field set (the status only when `with_status`). `completed`:
+/// the rows sought are COMPLETED, so `since` also bounds `completed_at`.
+fn filter_clauses(
+    filter: &MessageFilter,
+    with_status: bool,
+    completed: bool,
+    binder: &mut Binder,
+) -> String {
+    let mut sql = String::new();
+    if let Some(status) = filter.status.filter(|_| with_status) {
+        // A closed enum, written as its constant text so the planner can match the partial
+        // indexes in any plan; never user text.
+        sql.push_str(&format!(" AND status = '{}'", status.as_str()));
+    }
+    let texts = [
+        ("tenant_id", &filter.tenant),
+        ("message_type", &filter.message_type),
+        ("subscriber", &filter.subscriber),
+    ];
+    for (column, value) in texts {
+        if let Some(value) = value {
+            let p = binder.push(Value::Text(value.clone()), "text");
+            sql.push_str(&format!(" AND {column} = {p}"));
+        }
+    }
+    if let Some(id) = filter.id {
+        let p = binder.push(Value::Uuid(id.0), "uuid");
+        sql.push_str(&format!(" AND id = {p}"));
+    }
+    if let Some(since) = filter.since {
+        let p = binder.push(Value::Time(since), "timestamptz");
+        sql.push_str(&format!(" AND created_at >= {p}"));
+        if completed {
+            // Implied (a row completes after it is created); lets the BRIN index narrow
+            // scans of COMPLETED rows (replay "since a date").
+            sql.push_str(&format!(" AND completed_at >= {p}"));
+        }
+    }
+    if let Some(until) = filter.until {
+        let p = binder.push(Value::Time(until), "timestamptz");
+        sql.push_str(&format!(" AND created_at < {p}"));
+    }
+    sql
+}
+
+/// One page of a box, newest first.
+pub(super) fn list(
+    schema: &str,
+    box_kind: BoxKind,
+    filter: &MessageFilter,
+    page: Page,
+) -> Statement {
+    let mut binder = Binder::default();
+    let completed = filter.status == Some(bandeja_core::MessageStatus::Completed);
+    let mut clauses = filter_clauses(filter, true, completed, &mut binder);
+    if let Some(before) = page.before_seq {
+        let p = binder.push(Value::Int(before), "int8");
+        clauses.push_str(&format!(" AND seq < {p}"));
+    }
+    let limit = binder.push(Value::Int(page.sql_limit()), "int8");
+    Statement {
+        sql: format!(
+            "SELECT {} FROM {} WHERE true{clauses} ORDER BY seq DESC LIMIT {limit}",
+            select_columns(box_kind),
+            table(schema, box_kind)
+        ),
+        values: binder.values,
+    }
+}
+
+/// The rows of message `$1` in a box (a primary-key lookup).
+pub(super) fn show(schema: &str, box_kind: BoxKind) -> String {
+    format!(
+        "SELECT {} FROM {} WHERE id = $1::uuid ORDER BY {}seq",
+        select_columns(box_kind),
+        table(schema, box_kind),
+        if box_kind.is_inbox() {
+            "subscriber, "
+        } else {
+            ""
+        }
+    )
+}
+
+/// Rows of `from_status` matching `filter` back to PENDING, due now, the resubmission
+/// recorded; returns how many, and notifies `channel` (other processes' workers) when any.
+pub(super) fn resubmit(
+    schema: &str,
+    channel: &str,
+    box_kind: BoxKind,
+    from_status: &str,
+    filter: &MessageFilter,
+) -> Statement {
+    let mut binder = Binder::default();
+    let clauses = filter_clauses(filter, false, from_status == "COMPLETED", &mut binder);
+    let channel = binder.push(Value::Text(channel.to_owned()), "text");
+    let payload = binder.push(Value::Text(box_kind.table().to_owned()), "text");
+    Statement {
+        sql: format!(
+            "WITH changed AS ( \
+               UPDATE {t} SET status = 'PENDING', retry_count = 0, next_attempt_at = {NOW}, \
+                 locked_by = NULL, locked_until = NULL, completed_at = NULL, \
+                 last_modified_at = {NOW}, resubmitted_count = resubmitted_count + 1, \
+                 resubmitted_at = {NOW} \
+               WHERE status = '{from_status}'{clauses} RETURNING 1), \
+             counted AS (SELECT count(*) AS n FROM changed), \
+             notified AS (SELECT pg_notify({channel}, {payload}) FROM counted WHERE n > 0) \
+             SELECT n, (SELECT count(*) FROM notified) AS notified FROM counted",
+            t = table(schema, box_kind)
+        ),
+        values: binder.values,
+    }
+}
+
+/// The `ctid`s of the next batch of COMPLETED rows completed before `$1` (limit `$2`).
+fn old_rows(t: &str) -> String {
+    format!(
+        "ctid = ANY(ARRAY(SELECT ctid FROM {t} WHERE status = 'COMPLETED' \
+           AND completed_at < $1::timestamptz LIMIT $2::int8)) \
+         AND status = 'COMPLETED' AND completed_at < $1::timestamptz"
+    )
+}
+
+/// Deletes the next batch of old COMPLETED rows.
+pub(super) fn purge(schema: &str, box_kind: BoxKind) -> String {
+    let t = table(schema, box_kind);
+    format!("DELETE FROM {t} WHERE {}", old_rows(&t))
+}
+
+/// Moves the next batch of old COMPLETED rows into the archive, in one statement.
+pub(super) fn archive(schema: &str, box_kind: BoxKind) -> String {
+    let t = table(schema, box_kind);
+    let columns = all_columns(box_kind);
+    format!(
+        "WITH moved AS (DELETE FROM {t} WHERE {old} RETURNING {columns}) \
+         INSERT INTO \"{schema}\".{archive} ({columns}, archived_at) \
+         SELECT {columns}, {NOW} FROM moved",
+        old = old_rows(&t),
+        archive = archive_table(box_kind),
+    )
+}
+
+/// Per tenant and status: count, oldest `created_at`, rows created more than `$1` seconds
+/// ago (stuck). Live rows through the live index, FAILED rows through the FAILED index.
+pub(super) fn counters(schema: &str, box_kind: BoxKind) -> String {
+    let t = table(schema, box_kind);
+    format!(
+        "SELECT tenant_id, status, count(*) AS n, min(created_at) AS oldest, \
+           count(*) FILTER (WHERE created_at < {NOW} - $1::float8 * interval '1 second') AS stuck \
+         FROM {t} WHERE status IN ('PENDING', 'PROCESSING') GROUP BY tenant_id, status \
+         UNION ALL \
+         SELECT tenant_id, status, count(*), NULL::timestamptz, 0::int8 FROM {t} \
+         WHERE status = 'FAILED' GROUP BY tenant_id, status"
+    )
+}
+
+/// The latest `completed_at` per tenant among tenants `$1`, within the last `$2` seconds
+/// (`windowed`) or ever.
+pub(super) fn last_processed(schema: &str, box_kind: BoxKind, windowed: bool) -> String {
+    let window = if windowed {
+        format!("completed_at >= {NOW} - $2::float8 * interval '1 second'")
+    } else {
+        "completed_at IS NOT NULL".to_owned()
+    };
+    format!(
+        "SELECT tenant_id, max(completed_at) AS last FROM {} \
+         WHERE {window} AND tenant_id = ANY($1::text[]) GROUP BY tenant_id",
+        table(schema, box_kind)
+    )
+}
+
+/// The latest `completed_at` of the whole box within the last `$1` seconds (`windowed`) or ever.
+pub(super) fn last_processed_box(schema: &str, box_kind: BoxKind, windowed: bool) -> String {
+    let window = if windowed {
+        format!("WHERE completed_at >= {NOW} - $1::float8 * interval '1 second'")
+    } else {
+        String::new()
+    };
+    format!(
+        "SELECT max(completed_at) FROM {} {window}",
+        table(schema, box_kind)
+    )
+}
+
+/// Decodes a row of [`list`] or [`show`].
+pub(super) fn message_view(row: &PgRow, box_kind: BoxKind) -> Result<MessageView, StoreError> {
+    let resubmitted: i32 = row.try_get("resubmitted_count").map_err(bad)?;
+    Ok(MessageView {
+        row: row_view(row, box_kind)?,
+        last_modified_at: row.try_get("last_modified_at").map_err(bad)?,
+        received_at: row.try_get("received_at").map_err(bad)?,
+        resubmitted_count: u32::try_from(resubmitted)
+            .map_err(|_| bad(format!("resubmitted_count out of range: {resubmitted}")))?,
+        resubmitted_at: row.try_get("resubmitted_at").map_err(bad)?,
+    })
+}

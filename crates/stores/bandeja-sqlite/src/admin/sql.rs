@@ -1,0 +1,236 @@
+//! The SQL of the `Admin` capability on SQLite: column lists, the filter clauses (every
+//! operator-typed value a bound `?`), and the decoding of the operator columns.
+
+use bandeja_core::admin::{MessageFilter, MessageView, Page};
+use bandeja_core::{BoxKind, StoreError, StoreErrorKind};
+use chrono::{DateTime, Utc};
+use sqlx::query::Query;
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{Row, Sqlite};
+
+use crate::decode::row_view;
+use crate::queries::{COMMON_COLUMNS, NOW};
+
+/// Rows per purge or archive batch: one short write transaction each, so workers keep going.
+pub(super) const BATCH: i64 = 1000;
+
+/// A bound value.
+pub(super) enum Value {
+    Text(String),
+    Int(i64),
+}
+
+/// A statement and its values, bound in order.
+pub(super) struct Statement {
+    pub(super) sql: String,
+    pub(super) values: Vec<Value>,
+}
+
+impl Statement {
+    pub(super) fn query(&self) -> Query<'_, Sqlite, SqliteArguments<'_>> {
+        self.values
+            .iter()
+            .fold(sqlx::query(&self.sql), |q, v| match v {
+                Value::Text(t) => q.bind(t.as_str()),
+                Value::Int(i) => q.bind(*i),
+            })
+    }
+}
+
+/// A time as the boxes store it: fixed-width UTC text with milliseconds, as `NOW` writes.
+pub(super) fn time_text(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+fn parse_time(text: &str) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| bad(format!("bad time `{text}`: {e}")))
+}
+
+fn bad(what: impl Into<bandeja_core::BoxError>) -> StoreError {
+    StoreError::new(StoreErrorKind::Permanent, "decode a row", what)
+}
+
+/// The columns `row_view` reads plus the operator columns.
+fn select_columns(box_kind: BoxKind) -> String {
+    let inbox = if box_kind.is_inbox() {
+        "subscriber, delivery_count, received_at"
+    } else {
+        "NULL AS subscriber, 1 AS delivery_count, NULL AS received_at"
+    };
+    format!("{COMMON_COLUMNS}, {inbox}, last_modified_at, resubmitted_count, resubmitted_at")
+}
+
+/// Every column of a box, as the archive table repeats them.
+pub(super) fn all_columns(box_kind: BoxKind) -> String {
+    let (subscriber, inbox) = if box_kind.is_inbox() {
+        ("subscriber, ", ", received_at, delivery_count")
+    } else {
+        ("", "")
+    };
+    format!(
+        "seq, id, {subscriber}tenant_id, message_type, schema_version, partition_key, \
+         aggregate_type, aggregate_id, payload, headers, source_tenant_id, target_tenant_id, \
+         target_service, status, retry_count, next_attempt_at, last_error, locked_by, \
+         locked_until, occurred_at, created_at, last_modified_at, completed_at{inbox}, \
+         resubmitted_count, resubmitted_at"
+    )
+}
+
+/// `AND ...` for each filter field set (the status only when `with_status`).
+fn filter_clauses(filter: &MessageFilter, with_status: bool, values: &mut Vec<Value>) -> String {
+    let mut sql = String::new();
+    if let Some(status) = filter.status.filter(|_| with_status) {
+        // A closed enum, written as its constant text so the planner can use the partial
+        // indexes; never user text.
+        sql.push_str(&format!(" AND status = '{}'", status.as_str()));
+    }
+    let mut text = |column: &str, value: Option<String>| {
+        if let Some(value) = value {
+            sql.push_str(&format!(" AND {column} = ?"));
+            values.push(Value::Text(value));
+        }
+    };
+    text("tenant_id", filter.tenant.clone());
+    text("message_type", filter.message_type.clone());
+    text("subscriber", filter.subscriber.clone());
+    text("id", filter.id.map(|id| id.to_string()));
+    if let Some(since) = filter.since {
+        sql.push_str(" AND created_at >= ?");
+        values.push(Value::Text(time_text(since)));
+    }
+    if let Some(until) = filter.until {
+        sql.push_str(" AND created_at < ?");
+        values.push(Value::Text(time_text(until)));
+    }
+    sql
+}
+
+/// One page of a box, newest first.
+pub(super) fn list(box_kind: BoxKind, filter: &MessageFilter, page: Page) -> Statement {
+    let mut values = Vec::new();
+    let mut clauses = filter_clauses(filter, true, &mut values);
+    if let Some(before) = page.before_seq {
+        clauses.push_str(" AND seq < ?");
+        values.push(Value::Int(before));
+    }
+    values.push(Value::Int(page.sql_limit()));
+    Statement {
+        sql: format!(
+            "SELECT {} FROM {} WHERE true{clauses} ORDER BY seq DESC LIMIT ?",
+            select_columns(box_kind),
+            box_kind.table()
+        ),
+        values,
+    }
+}
+
+/// The rows of one message in a box.
+pub(super) fn show(box_kind: BoxKind) -> String {
+    format!(
+        "SELECT {} FROM {} WHERE id = ?1 ORDER BY {}seq",
+        select_columns(box_kind),
+        box_kind.table(),
+        if box_kind.is_inbox() {
+            "subscriber, "
+        } else {
+            ""
+        }
+    )
+}
+
+/// Rows of `from_status` matching `filter` back to PENDING, due now, the resubmission
+/// recorded.
+pub(super) fn resubmit(box_kind: BoxKind, from_status: &str, filter: &MessageFilter) -> Statement {
+    let mut values = Vec::new();
+    let clauses = filter_clauses(filter, false, &mut values);
+    Statement {
+        sql: format!(
+            "UPDATE {} SET status = 'PENDING', retry_count = 0, next_attempt_at = {NOW}, \
+               locked_by = NULL, locked_until = NULL, completed_at = NULL, \
+               last_modified_at = {NOW}, resubmitted_count = resubmitted_count + 1, \
+               resubmitted_at = {NOW} \
+             WHERE status = '{from_status}'{clauses}",
+            box_kind.table()
+        ),
+        values,
+    }
+}
+
+/// The `seq`s of the next batch of COMPLETED rows completed before `?1` (limit `?2`).
+fn old_batch(box_kind: BoxKind) -> String {
+    format!(
+        "SELECT seq FROM {} WHERE status = 'COMPLETED' AND completed_at < ?1 ORDER BY seq LIMIT ?2",
+        box_kind.table()
+    )
+}
+
+/// Deletes the next batch of old COMPLETED rows.
+pub(super) fn purge(box_kind: BoxKind) -> String {
+    format!(
+        "DELETE FROM {t} WHERE seq IN ({batch})",
+        t = box_kind.table(),
+        batch = old_batch(box_kind)
+    )
+}
+
+/// Copies the next batch of old COMPLETED rows into the archive (run [`purge`] after it,
+/// in the same transaction, to remove the same rows).
+pub(super) fn archive(box_kind: BoxKind) -> String {
+    let columns = all_columns(box_kind);
+    format!(
+        "INSERT INTO {archive} ({columns}, archived_at) \
+         SELECT {columns}, {NOW} FROM {t} WHERE seq IN ({batch}) ORDER BY seq",
+        archive = bandeja_core::admin::archive_table(box_kind),
+        t = box_kind.table(),
+        batch = old_batch(box_kind)
+    )
+}
+
+/// Per tenant and status: count, oldest `created_at`, rows created before `?1` (stuck).
+/// Live rows through the live index, FAILED rows through the FAILED index.
+pub(super) fn counters(box_kind: BoxKind) -> String {
+    let t = box_kind.table();
+    format!(
+        "SELECT tenant_id, status, count(*) AS n, min(created_at) AS oldest, \
+           sum(created_at < ?1) AS stuck \
+         FROM {t} WHERE status IN ('PENDING', 'PROCESSING') GROUP BY tenant_id, status \
+         UNION ALL \
+         SELECT tenant_id, status, count(*), NULL, 0 FROM {t} WHERE status = 'FAILED' \
+         GROUP BY tenant_id, status"
+    )
+}
+
+/// The latest `completed_at` per tenant (a scan: no index covers completed rows).
+pub(super) fn last_processed(box_kind: BoxKind) -> String {
+    format!(
+        "SELECT tenant_id, max(completed_at) AS last FROM {} WHERE status = 'COMPLETED' \
+         GROUP BY tenant_id",
+        box_kind.table()
+    )
+}
+
+/// Decodes a row of [`list`] or [`show`].
+pub(super) fn message_view(row: &SqliteRow, box_kind: BoxKind) -> Result<MessageView, StoreError> {
+    let opt_time = |column: &str| -> Result<Option<DateTime<Utc>>, StoreError> {
+        let text: Option<String> = row.try_get(column).map_err(bad)?;
+        text.as_deref().map(parse_time).transpose()
+    };
+    let modified: String = row.try_get("last_modified_at").map_err(bad)?;
+    let resubmitted: i64 = row.try_get("resubmitted_count").map_err(bad)?;
+    Ok(MessageView {
+        row: row_view(row, box_kind)?,
+        last_modified_at: parse_time(&modified)?,
+        received_at: opt_time("received_at")?,
+        resubmitted_count: u32::try_from(resubmitted)
+            .map_err(|_| bad(format!("resubmitted_count out of range: {resubmitted}")))?,
+        resubmitted_at: opt_time("resubmitted_at")?,
+    })
+}
+
+/// Parses an optional time column read by name.
+pub(super) fn time_of(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+    let text: Option<String> = row.try_get(column).map_err(bad)?;
+    text.as_deref().map(parse_time).transpose()
+}
