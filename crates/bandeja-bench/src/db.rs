@@ -26,6 +26,8 @@ pub(crate) trait BenchDb: Store + Inspect {
     ) -> Result<(), sqlx::Error>;
     /// How many messages have been handled.
     async fn effects(&self) -> Result<i64, BoxError>;
+    /// Whether the event outbox or inbox still holds a PENDING or PROCESSING row.
+    async fn live_rows_left(&self) -> Result<bool, BoxError>;
     /// Inserts `n` COMPLETED rows into `outbox_events` and `inbox_events`.
     async fn seed_history(&self, n: u64) -> Result<(), BoxError>;
     /// Every recorded latency, in microseconds.
@@ -38,6 +40,19 @@ pub(crate) trait BenchDb: Store + Inspect {
 const V7_LIKE_ID: &str =
     "(lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint - 86400000 + n), 12, '0') \
      || substr(md5(random()::text), 1, 20))::uuid";
+
+/// Whether `outbox_events` or `inbox_events` (in `prefix`) has a live row: two probes of
+/// the live partial indexes.
+fn live_rows_sql(prefix: &str) -> String {
+    let probe = |table: &str| {
+        format!("EXISTS (SELECT 1 FROM {prefix}{table} WHERE status IN ('PENDING', 'PROCESSING'))")
+    };
+    format!(
+        "SELECT {} OR {}",
+        probe("outbox_events"),
+        probe("inbox_events")
+    )
+}
 
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS bench_effects \
      (message_id TEXT PRIMARY KEY, latency_us BIGINT NOT NULL)";
@@ -104,6 +119,12 @@ impl BenchDb for SqliteStore {
 
     async fn effects(&self) -> Result<i64, BoxError> {
         Ok(sqlx::query_scalar("SELECT count(*) FROM bench_effects")
+            .fetch_one(self.pool())
+            .await?)
+    }
+
+    async fn live_rows_left(&self) -> Result<bool, BoxError> {
+        Ok(sqlx::query_scalar(&live_rows_sql(""))
             .fetch_one(self.pool())
             .await?)
     }
@@ -179,6 +200,11 @@ impl BenchDb for PgStore {
 
     async fn effects(&self) -> Result<i64, BoxError> {
         let sql = format!("SELECT count(*) FROM {}.bench_effects", self.schema());
+        Ok(sqlx::query_scalar(&sql).fetch_one(self.pool()).await?)
+    }
+
+    async fn live_rows_left(&self) -> Result<bool, BoxError> {
+        let sql = live_rows_sql(&format!("{}.", self.schema()));
         Ok(sqlx::query_scalar(&sql).fetch_one(self.pool()).await?)
     }
 

@@ -2,13 +2,16 @@
 //! completed rows leave in the live partial indexes, sooner than autovacuum would — at a
 //! cost that does not grow with the COMPLETED history the table holds.
 //!
-//! - **Statistics** matter when the live set changes a lot: a planner that believes the box
-//!   has no PENDING rows checks per-key order by walking every older live row instead of
-//!   the key's index entries (quadratic in the backlog). So the box is analyzed when the
-//!   rows modified since the last `ANALYZE` reach half the live set it last saw (the
-//!   estimated size of the `*_live` partial index), whatever the history. Only the columns
-//!   claims use are analyzed, with a small statistics target (migration 0003): a 3,000-row
-//!   sample, the same cost with 10 thousand or 10 million rows.
+//! - **Statistics** matter when the live set grows past what the planner believes: a
+//!   planner that thinks the box has no PENDING rows checks per-key order by walking every
+//!   older live row instead of the key's index entries (quadratic in the backlog). So each
+//!   round counts the live rows (up to [`PROBE_CAP`], through the live partial index) and
+//!   analyzes the box when they outnumber the planner's estimate (the `*_live` index's
+//!   `reltuples`) by more than half again plus [`MODIFIED_FLOOR`] — a burst landing on a
+//!   quiet box, whatever its history; a steady trickle never triggers it. Besides, as
+//!   autovacuum would, once a tenth of the table changed. Only the columns claims use are
+//!   analyzed, with a small statistics target (migration 0003): a 3,000-row sample, the
+//!   same cost with 10 thousand or 10 million rows.
 //! - **Vacuum** removes dead index entries; its cost is a scan of every index of the table,
 //!   primary key included, so it grows with history. It runs once the dead rows reach
 //!   [`DEAD_FLOOR`] or a twentieth of the table, whichever is larger: its cost per handled
@@ -25,6 +28,9 @@ const DEAD_FLOOR: i64 = 20_000;
 
 /// Fewest modified rows worth an `ANALYZE`.
 const MODIFIED_FLOOR: i64 = 1_000;
+
+/// The live-row probe stops counting here (an underestimate beyond it is already caught).
+const PROBE_CAP: i64 = 10_000;
 
 /// The columns claims filter and sort on (inboxes also `subscriber`).
 const CLAIM_COLUMNS: &str = "status, seq, tenant_id, partition_key, next_attempt_at, locked_until";
@@ -71,6 +77,20 @@ fn whole_rows(estimate: f32) -> i64 {
     estimate.clamp(0.0, 1e15) as i64
 }
 
+/// The live rows of the box, counted up to [`PROBE_CAP`].
+async fn live_rows(store: &PgStore, box_kind: BoxKind) -> Result<i64, StoreError> {
+    let sql = format!(
+        "SELECT count(*) FROM (SELECT 1 FROM \"{}\".{} \
+         WHERE status IN ('PENDING', 'PROCESSING') LIMIT {PROBE_CAP}) AS live",
+        store.schema(),
+        box_kind.table()
+    );
+    sqlx::query_scalar(&sql)
+        .fetch_one(store.pool())
+        .await
+        .map_err(|e| sqlx_error("count the live rows of a box", e))
+}
+
 /// Runs `ANALYZE` or `VACUUM` of the box when enough rows changed since the last one.
 pub(crate) async fn maintain(store: &PgStore, box_kind: BoxKind) -> Result<(), StoreError> {
     let Some(stats) = box_stats(store, box_kind).await? else {
@@ -84,7 +104,12 @@ pub(crate) async fn maintain(store: &PgStore, box_kind: BoxKind) -> Result<(), S
             .await
             .map_err(|e| sqlx_error("vacuum a box", e))?;
     }
-    if stats.modified > MODIFIED_FLOOR && stats.modified > stats.live_at_last_analyze / 2 {
+    let burst = || async {
+        let live = live_rows(store, box_kind).await?;
+        Ok::<bool, StoreError>(live > stats.live_at_last_analyze * 3 / 2 + MODIFIED_FLOOR)
+    };
+    let stale = stats.modified > MODIFIED_FLOOR.max(stats.rows / 10);
+    if stats.modified > MODIFIED_FLOOR && (stale || burst().await?) {
         let subscriber = if box_kind.is_inbox() {
             ", subscriber"
         } else {
