@@ -144,6 +144,7 @@ impl Filters {
             since: self.since,
             until: self.until,
             id,
+            completed_before: None,
         }
     }
 }

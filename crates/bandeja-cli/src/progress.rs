@@ -19,7 +19,7 @@ fn target() -> ProgressDrawTarget {
 /// A spinner saying what is being done (counting rows...), for work of unknown length.
 pub(crate) fn spinner(message: &str) -> ProgressBar {
     let spinner = ProgressBar::with_draw_target(None, target());
-    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {pos}") {
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
         spinner.set_style(style);
     }
     spinner.set_message(message.to_owned());

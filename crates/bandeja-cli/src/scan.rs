@@ -1,11 +1,8 @@
-//! Walking every row that matches a filter, box by box and page by page, through
-//! [`Admin::list`]: how destructive commands count what they would change.
+//! How destructive commands count what they would change, box by box, with
+//! [`Admin::count`] (a `count(*)` in the database, no rows read).
 
-use bandeja_core::admin::{Admin, MessageFilter, MessageView, Page};
+use bandeja_core::admin::{Admin, MessageFilter};
 use bandeja_core::{BoxKind, StoreError};
-
-/// Rows fetched per page.
-const PAGE: usize = 1000;
 
 /// The boxes `filter` covers ([`MessageFilter::boxes`]), narrowed to `allowed`.
 pub(crate) fn boxes(filter: &MessageFilter, allowed: &[BoxKind]) -> Vec<BoxKind> {
@@ -16,41 +13,8 @@ pub(crate) fn boxes(filter: &MessageFilter, allowed: &[BoxKind]) -> Vec<BoxKind>
         .collect()
 }
 
-/// Calls `visit` with every row of `box_kind` matching `filter` (whatever box the filter
-/// names), newest first.
-pub(crate) async fn each_row<S: Admin>(
-    store: &S,
-    filter: &MessageFilter,
-    box_kind: BoxKind,
-    mut visit: impl FnMut(&MessageView),
-) -> Result<(), StoreError> {
-    let filter = MessageFilter {
-        box_kind: Some(box_kind),
-        ..filter.clone()
-    };
-    let mut before_seq = None;
-    loop {
-        let page = Page {
-            limit: PAGE,
-            before_seq,
-        };
-        let rows = store.list(&filter, page).await?;
-        rows.iter().for_each(&mut visit);
-        let lowest = rows.iter().map(|r| r.message.seq).min();
-        // A short page is the last; a page that does not move down would repeat forever.
-        let moved_down = match (lowest, before_seq) {
-            (Some(lowest), Some(before)) => lowest < before,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if rows.len() < PAGE || !moved_down {
-            return Ok(());
-        }
-        before_seq = lowest;
-    }
-}
-
-/// How many rows of each box in `boxes` match `filter` (boxes without a match included).
+/// How many rows of each box in `boxes` match `filter` (boxes without a match included):
+/// one [`Admin::count`] per box, counted in the database.
 pub(crate) async fn count<S: Admin>(
     store: &S,
     filter: &MessageFilter,
@@ -58,9 +22,11 @@ pub(crate) async fn count<S: Admin>(
 ) -> Result<Vec<(BoxKind, u64)>, StoreError> {
     let mut counts = Vec::with_capacity(boxes.len());
     for &box_kind in boxes {
-        let mut n = 0u64;
-        each_row(store, filter, box_kind, |_| n += 1).await?;
-        counts.push((box_kind, n));
+        let one_box = MessageFilter {
+            box_kind: Some(box_kind),
+            ..filter.clone()
+        };
+        counts.push((box_kind, store.count(&one_box).await?));
     }
     Ok(counts)
 }

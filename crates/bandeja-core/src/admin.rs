@@ -107,7 +107,9 @@ pub struct StatusGroup {
 }
 
 /// Which rows an operator means. Every field narrows; the default matches every row of
-/// every box. `since`/`until` bound `created_at` (inclusive / exclusive).
+/// every box. `since`/`until` bound `created_at` (inclusive / exclusive), `completed_before`
+/// bounds `completed_at` (exclusive); each is compared with the time as the store records
+/// it (see [`Admin::purge`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MessageFilter {
     /// Only this box; `None`: all four.
@@ -126,6 +128,10 @@ pub struct MessageFilter {
     pub until: Option<DateTime<Utc>>,
     /// Only this message id.
     pub id: Option<MessageId>,
+    /// Only rows completed before this instant, compared with `completed_at` as the store
+    /// records it (as [`Admin::purge`] compares its horizon); rows never completed do not
+    /// match. With `status: Some(Completed)`: the rows a purge at this horizon would take.
+    pub completed_before: Option<DateTime<Utc>>,
 }
 
 impl MessageFilter {
@@ -262,6 +268,11 @@ pub trait Admin: Inspect {
         page: Page,
     ) -> Result<Vec<MessageView>, StoreError>;
 
+    /// How many rows match `filter`, over every box it covers: what [`Admin::list`] would
+    /// return page after page, counted in the database (one `count(*)` per box, the same
+    /// bound filters), without reading a row.
+    async fn count(&self, filter: &MessageFilter) -> Result<u64, StoreError>;
+
     /// Every row holding message `id`: its outbox row and its inbox rows (one per
     /// subscriber, by subscriber), boxes in [`BoxKind::ALL`] order. Empty if none.
     async fn show(&self, id: MessageId) -> Result<Vec<MessageView>, StoreError>;
@@ -283,11 +294,17 @@ pub trait Admin: Inspect {
     /// Deletes COMPLETED rows of `box_kind` completed before `older_than`, in batches (one
     /// short transaction each). Returns how many rows were deleted. Purged inbox rows no
     /// longer absorb a redelivery of their message.
+    ///
+    /// "Before" compares `older_than` with `completed_at` as the store records it (to the
+    /// millisecond on SQLite, the microsecond on PostgreSQL), never with a horizon cut to
+    /// that precision: a row recorded as completed at 10:00:00.123 goes with a horizon of
+    /// 10:00:00.123456, so a purge with `older_than` = now takes every row completed so far.
     async fn purge(&self, box_kind: BoxKind, older_than: DateTime<Utc>) -> Result<u64, StoreError>;
 
     /// Moves COMPLETED rows of `box_kind` completed before `older_than` into the box's
     /// archive table ([`archive_table`]), in batches (each batch copied and deleted in one
-    /// transaction). Returns how many rows were moved.
+    /// transaction). Returns how many rows were moved. The horizon is compared as for
+    /// [`Admin::purge`].
     async fn archive(
         &self,
         box_kind: BoxKind,

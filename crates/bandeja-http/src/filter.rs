@@ -77,6 +77,7 @@ impl Params {
             since: self.parse("since", instant)?,
             until: self.parse("until", instant)?,
             id: self.parse("id", message_id)?,
+            completed_before: None,
         };
         if let (Some(since), Some(until)) = (filter.since, filter.until) {
             if since >= until {

@@ -575,7 +575,12 @@ async fn retry_all_replay_and_purge_act_on_what_the_filter_matches() {
         Some(TOKEN),
     )
     .await;
-    assert_eq!(left.json()["messages"].as_array().map(Vec::len), Some(0));
+    assert_eq!(
+        left.json()["messages"].as_array().map(Vec::len),
+        Some(0),
+        "purged {body}, left {}",
+        left.body
+    );
     let archived = call(
         &app,
         "POST",

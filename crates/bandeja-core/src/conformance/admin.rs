@@ -1,5 +1,5 @@
 //! The `Admin` conformance suite: every store runs these checks of counters, listings,
-//! show, retry, replay, purge and archive with
+//! count, show, retry, replay, purge and archive with
 //! [`admin_conformance_tests!`](crate::admin_conformance_tests).
 //!
 //! Most checks start from the same [`Fixture`]: rows in every status, two tenants, two
@@ -36,11 +36,13 @@ macro_rules! admin_conformance_tests {
             stuck_counts_pending_rows_older_than_the_threshold,
             list_filters_by_every_field,
             list_pages_newest_first_without_overlap,
+            count_matches_what_list_returns_for_every_filter,
             show_returns_the_outbox_row_and_every_inbox_row,
             retry_resubmits_failed_rows_only_and_wakes_the_box,
             retry_and_replay_reject_filters_they_cannot_serve,
             replay_resubmits_completed_inbox_rows_only,
             purge_deletes_old_completed_rows_only,
+            purge_and_archive_count_a_row_completed_just_before_the_horizon,
             sql_metacharacters_in_filters_match_nothing_and_break_nothing,
         );
 
@@ -433,6 +435,141 @@ pub async fn list_filters_by_every_field<S: Admin>(store: S) {
     assert_eq!(ids(&combined), vec![f.a_pending.id]);
 }
 
+/// `count` agrees with `list` for every filter field (`completed_before` included), over
+/// one box or all four, and counts nothing for values that match nothing.
+pub async fn count_matches_what_list_returns_for_every_filter<S: Admin>(store: S) {
+    let f = fixture(&store).await;
+    let now = Utc::now();
+    let hour = chrono::Duration::hours(1);
+    let done = row(&store, BoxKind::OutboxEvents, f.a_done.id, None).await;
+    let done_at = done.completed_at.expect("completed_at");
+    let created = done.created_at;
+    let ns = chrono::Duration::nanoseconds(1);
+    // `since` / `until` compare the recorded `created_at`, whatever its precision.
+    let created_window = |since, until| MessageFilter {
+        id: Some(f.a_done.id),
+        since,
+        until,
+        ..Default::default()
+    };
+    let filters = [
+        (created_window(Some(created), None), 1),
+        (created_window(Some(created + ns), None), 0),
+        (created_window(None, Some(created)), 0),
+        (created_window(None, Some(created + ns)), 1),
+        (MessageFilter::default(), 8),
+        (
+            MessageFilter {
+                box_kind: Some(BoxKind::InboxEvents),
+                ..Default::default()
+            },
+            2,
+        ),
+        (
+            MessageFilter {
+                status: Some(MessageStatus::Failed),
+                ..Default::default()
+            },
+            3,
+        ),
+        (
+            MessageFilter {
+                box_kind: Some(BoxKind::OutboxEvents),
+                status: Some(MessageStatus::Pending),
+                ..Default::default()
+            },
+            2,
+        ),
+        (
+            MessageFilter {
+                tenant: Some(GLOBEX.into()),
+                ..Default::default()
+            },
+            2,
+        ),
+        (
+            MessageFilter {
+                message_type: Some(PONG.into()),
+                ..Default::default()
+            },
+            1,
+        ),
+        (
+            MessageFilter {
+                subscriber: Some("inventory".into()),
+                ..Default::default()
+            },
+            1,
+        ),
+        (
+            MessageFilter {
+                id: Some(f.received.id),
+                ..Default::default()
+            },
+            2,
+        ),
+        (
+            MessageFilter {
+                since: Some(now + hour),
+                ..Default::default()
+            },
+            0,
+        ),
+        (
+            MessageFilter {
+                since: Some(now - hour),
+                until: Some(now + hour),
+                ..Default::default()
+            },
+            8,
+        ),
+        (
+            MessageFilter {
+                completed_before: Some(now + hour),
+                ..Default::default()
+            },
+            2,
+        ),
+        (
+            MessageFilter {
+                box_kind: Some(BoxKind::OutboxEvents),
+                status: Some(MessageStatus::Completed),
+                completed_before: Some(done_at),
+                ..Default::default()
+            },
+            0,
+        ),
+        (
+            MessageFilter {
+                box_kind: Some(BoxKind::OutboxEvents),
+                status: Some(MessageStatus::Completed),
+                completed_before: Some(done_at + ns),
+                ..Default::default()
+            },
+            1,
+        ),
+        (
+            MessageFilter {
+                tenant: Some("' OR 1=1 --".into()),
+                ..Default::default()
+            },
+            0,
+        ),
+    ];
+    for (filter, expected) in &filters {
+        let counted = store.count(filter).await.expect("count");
+        assert_eq!(counted, *expected, "count {filter:?}");
+        let listed = store.list(filter, Page::default()).await.expect("list");
+        assert_eq!(listed.len() as u64, counted, "list and count {filter:?}");
+    }
+    let outbox_and_subscriber = MessageFilter {
+        box_kind: Some(BoxKind::OutboxEvents),
+        subscriber: Some("inventory".into()),
+        ..Default::default()
+    };
+    assert_eq!(store.count(&outbox_and_subscriber).await.expect("count"), 0);
+}
+
 /// Pages follow `before_seq` without overlap or gaps; a zero limit lists nothing.
 pub async fn list_pages_newest_first_without_overlap<S: Admin>(store: S) {
     let records: Vec<_> = (0..7).map(|n| record(n, ACME)).collect();
@@ -755,6 +892,59 @@ pub async fn purge_deletes_old_completed_rows_only<S: Admin>(store: S) {
         2500
     );
     assert_eq!(rows(&store, BoxKind::OutboxEvents).await.len(), 5);
+}
+
+/// The horizon is compared with `completed_at` as the store records it: a row recorded as
+/// completed at `c` survives a horizon of `c` and goes with any later horizon, even one in
+/// the same millisecond (`older_than = 0s` right after a completion must take that row).
+pub async fn purge_and_archive_count_a_row_completed_just_before_the_horizon<S: Admin>(store: S) {
+    let f = fixture(&store).await;
+    let done = row(&store, BoxKind::OutboxEvents, f.a_done.id, None).await;
+    let completed_at = done.completed_at.expect("a COMPLETED row has completed_at");
+    let just_after = completed_at + chrono::Duration::nanoseconds(1);
+    assert_eq!(
+        store
+            .purge(BoxKind::OutboxEvents, completed_at)
+            .await
+            .expect("purge"),
+        0,
+        "completed at the horizon is not before it"
+    );
+    assert_eq!(
+        store
+            .purge(BoxKind::OutboxEvents, just_after)
+            .await
+            .expect("purge"),
+        1,
+        "completed 1ns before the horizon"
+    );
+    let inbox = row(
+        &store,
+        BoxKind::InboxEvents,
+        f.received.id,
+        Some("inventory"),
+    )
+    .await;
+    let completed_at = inbox
+        .completed_at
+        .expect("a COMPLETED row has completed_at");
+    assert_eq!(
+        store
+            .archive(BoxKind::InboxEvents, completed_at)
+            .await
+            .expect("archive"),
+        0
+    );
+    assert_eq!(
+        store
+            .archive(
+                BoxKind::InboxEvents,
+                completed_at + chrono::Duration::nanoseconds(1)
+            )
+            .await
+            .expect("archive"),
+        1
+    );
 }
 
 /// Archive moves COMPLETED rows completed before the cut-off into `<box>_archive`; an id

@@ -1,4 +1,4 @@
-//! `Admin` for PostgreSQL: counters, listings, retry, replay, purge and archive (see
+//! `Admin` for PostgreSQL: counters, listings, counts, retry, replay, purge and archive (see
 //! [`bandeja_core::admin`]). SQL in [`sql`]; table names only from [`BoxKind`] and the
 //! store's validated schema.
 
@@ -139,6 +139,7 @@ impl PgStore {
         older_than: DateTime<Utc>,
         operation: &'static str,
     ) -> Result<u64, StoreError> {
+        let older_than = sql::horizon(older_than);
         let mut total = 0;
         loop {
             let done = sqlx::query(statement)
@@ -207,6 +208,21 @@ impl Admin for PgStore {
             }
         }
         Ok(views)
+    }
+
+    async fn count(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
+        let mut total = 0;
+        for box_kind in filter.boxes() {
+            let n: i64 = sql::count(self.schema(), box_kind, filter)
+                .query()
+                .fetch_one(self.pool())
+                .await
+                .map_err(|e| sqlx_error("count messages", e))?
+                .try_get("n")
+                .map_err(decode_error)?;
+            total += count(n);
+        }
+        Ok(total)
     }
 
     async fn show(&self, id: MessageId) -> Result<Vec<MessageView>, StoreError> {

@@ -1,4 +1,4 @@
-//! `Admin` for SQLite: counters, listings, retry, replay, purge and archive (see
+//! `Admin` for SQLite: counters, listings, counts, retry, replay, purge and archive (see
 //! [`bandeja_core::admin`]). SQL in [`sql`]; table names only from [`BoxKind`].
 
 mod sql;
@@ -151,6 +151,21 @@ impl Admin for SqliteStore {
         Ok(views)
     }
 
+    async fn count(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
+        let mut total = 0;
+        for box_kind in filter.boxes() {
+            let n: i64 = sql::count(box_kind, filter)
+                .query()
+                .fetch_one(self.pool())
+                .await
+                .map_err(|e| sqlx_error("count messages", e))?
+                .try_get("n")
+                .map_err(decode_error)?;
+            total += count(n);
+        }
+        Ok(total)
+    }
+
     async fn show(&self, id: MessageId) -> Result<Vec<MessageView>, StoreError> {
         let mut views = Vec::new();
         for box_kind in BoxKind::ALL {
@@ -182,7 +197,7 @@ impl Admin for SqliteStore {
     }
 
     async fn purge(&self, box_kind: BoxKind, older_than: DateTime<Utc>) -> Result<u64, StoreError> {
-        let before = sql::time_text(older_than);
+        let before = sql::horizon_text(older_than);
         let statement = sql::purge(box_kind);
         let mut total = 0;
         loop {
@@ -204,7 +219,7 @@ impl Admin for SqliteStore {
         box_kind: BoxKind,
         older_than: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
-        let before = sql::time_text(older_than);
+        let before = sql::horizon_text(older_than);
         let (copy, delete) = (sql::archive(box_kind), sql::purge(box_kind));
         let mut total = 0;
         loop {

@@ -7,7 +7,7 @@
 
 use bandeja_core::admin::{archive_table, MessageFilter, MessageView, Page};
 use bandeja_core::{BoxKind, StoreError, StoreErrorKind};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, DurationRound, Utc};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::{Postgres, Row};
@@ -137,7 +137,7 @@ fn filter_clauses(
         sql.push_str(&format!(" AND id = {p}"));
     }
     if let Some(since) = filter.since {
-        let p = binder.push(Value::Time(since), "timestamptz");
+        let p = binder.push(Value::Time(horizon(since)), "timestamptz");
         sql.push_str(&format!(" AND created_at >= {p}"));
         if completed {
             // Implied (a row completes after it is created); lets the BRIN index narrow
@@ -146,10 +146,37 @@ fn filter_clauses(
         }
     }
     if let Some(until) = filter.until {
-        let p = binder.push(Value::Time(until), "timestamptz");
+        let p = binder.push(Value::Time(horizon(until)), "timestamptz");
         sql.push_str(&format!(" AND created_at < {p}"));
     }
+    if let Some(before) = filter.completed_before {
+        let p = binder.push(Value::Time(horizon(before)), "timestamptz");
+        sql.push_str(&format!(" AND completed_at < {p}"));
+    }
     sql
+}
+
+/// An instant a time column is compared with (a purge / archive horizon, a filter's
+/// `since`, `until`, `completed_before`), rounded *up* to the microsecond PostgreSQL
+/// records, so that the recorded value is what is compared. sqlx would truncate it, and a
+/// truncated horizon spares the rows completed in its own microsecond.
+pub(super) fn horizon(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.duration_round_up(chrono::TimeDelta::microseconds(1))
+        .unwrap_or(t)
+}
+
+/// How many rows of a box match `filter` (the clauses of [`list`], no page).
+pub(super) fn count(schema: &str, box_kind: BoxKind, filter: &MessageFilter) -> Statement {
+    let mut binder = Binder::default();
+    let completed = filter.status == Some(bandeja_core::MessageStatus::Completed);
+    let clauses = filter_clauses(filter, true, completed, &mut binder);
+    Statement {
+        sql: format!(
+            "SELECT count(*) AS n FROM {} WHERE true{clauses}",
+            table(schema, box_kind)
+        ),
+        values: binder.values,
+    }
 }
 
 /// One page of a box, newest first.

@@ -3,7 +3,7 @@
 
 use bandeja_core::admin::{MessageFilter, MessageView, Page};
 use bandeja_core::{BoxKind, StoreError, StoreErrorKind};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, DurationRound, Utc};
 use sqlx::query::Query;
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Row, Sqlite};
@@ -40,6 +40,19 @@ impl Statement {
 /// A time as the boxes store it: fixed-width UTC text with milliseconds, as `NOW` writes.
 pub(super) fn time_text(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// An instant a time column is compared with (a purge / archive horizon, a filter's
+/// `since`, `until`, `completed_before`) as bound text, rounded *up* to the millisecond
+/// the boxes record, so that the recorded value is what is compared: a row completed at
+/// 10:00:00.123 is before a horizon of 10:00:00.123456. Truncating the instant instead
+/// would spare the rows completed in its own millisecond (`older_than = 0s` right after a
+/// completion would leave that row behind).
+pub(super) fn horizon_text(t: DateTime<Utc>) -> String {
+    let rounded = t
+        .duration_round_up(chrono::TimeDelta::milliseconds(1))
+        .unwrap_or(t);
+    time_text(rounded)
 }
 
 fn parse_time(text: &str) -> Result<DateTime<Utc>, StoreError> {
@@ -98,13 +111,30 @@ fn filter_clauses(filter: &MessageFilter, with_status: bool, values: &mut Vec<Va
     text("id", filter.id.map(|id| id.to_string()));
     if let Some(since) = filter.since {
         sql.push_str(" AND created_at >= ?");
-        values.push(Value::Text(time_text(since)));
+        values.push(Value::Text(horizon_text(since)));
     }
     if let Some(until) = filter.until {
         sql.push_str(" AND created_at < ?");
-        values.push(Value::Text(time_text(until)));
+        values.push(Value::Text(horizon_text(until)));
+    }
+    if let Some(before) = filter.completed_before {
+        sql.push_str(" AND completed_at < ?");
+        values.push(Value::Text(horizon_text(before)));
     }
     sql
+}
+
+/// How many rows of a box match `filter` (the clauses of [`list`], no page).
+pub(super) fn count(box_kind: BoxKind, filter: &MessageFilter) -> Statement {
+    let mut values = Vec::new();
+    let clauses = filter_clauses(filter, true, &mut values);
+    Statement {
+        sql: format!(
+            "SELECT count(*) AS n FROM {} WHERE true{clauses}",
+            box_kind.table()
+        ),
+        values,
+    }
 }
 
 /// One page of a box, newest first.
