@@ -116,9 +116,21 @@ pub struct Route {
     pub tenant: Option<crate::tenant::TenantId>,
 }
 
+/// One outbox row a relay published: what the metrics need of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// Its message type.
+    pub message_type: String,
+    /// From its insert into the outbox (the emitting transaction) to the relay.
+    pub waited: Duration,
+}
+
 /// What a one-statement relay did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RelayReport {
+    /// The rows published (moved into the inbox), in `seq` order; empty if the store does
+    /// not report them.
+    pub published: Vec<Published>,
     /// Outbox rows taken (COMPLETED, or FAILED for commands nobody handles).
     pub moved: u64,
     /// Inbox rows inserted.

@@ -63,7 +63,9 @@ async fn postgres_health_boxes_metrics_and_retry_over_http() {
     for needle in [
         "bandeja_messages_handled_total{box=\"inbox_events\",type=\"http_test.OrderPlaced\",subscriber=\"billing\"}",
         "bandeja_messages_failed_total{box=\"inbox_events\",type=\"http_test.OrderPlaced\",subscriber=\"billing\"}",
-        "bandeja_messages_published_total{box=\"outbox_events\"",
+        // The one-statement relay reports each row it published: per type, with latency.
+        "bandeja_messages_published_total{box=\"outbox_events\",type=\"http_test.OrderPlaced\"} 2",
+        "bandeja_commit_to_published_seconds_count{box=\"outbox_events\",type=\"http_test.OrderPlaced\"} 2",
         "bandeja_box_rows{box=\"inbox_events\",status=\"FAILED\"} 1",
         "bandeja_database_up 1",
     ] {

@@ -64,6 +64,7 @@ async fn relay<S: Store>(
         }
         telemetry::relayed(
             box_kind,
+            &report.published,
             report.moved.saturating_sub(report.failed),
             report.failed,
         );

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 
 use crate::envelope::MessageId;
 use crate::record::{BoxKind, MessageRecord, StoredMessage};
-use crate::store::{Outcome, Resolution};
+use crate::store::{Outcome, Published, Resolution};
 
 /// Messages written into an outbox. Labels: `box`, `type`.
 pub const EMITTED: &str = "bandeja_messages_emitted_total";
@@ -95,10 +95,30 @@ pub(crate) fn duplicates(box_kind: BoxKind, count: u64) {
     }
 }
 
-/// Counts a batch relayed in one statement (no per-type detail).
-pub(crate) fn relayed(box_kind: BoxKind, published: u64, failed: u64) {
-    if published > 0 {
-        metrics::counter!(PUBLISHED, "box" => box_kind.table(), "type" => "*").increment(published);
+/// Counts a batch relayed in one statement: per type with its commit→published latency
+/// when the store reported the rows (`published`), else `published` rows under type `*`.
+pub(crate) fn relayed(box_kind: BoxKind, published: &[Published], count: u64, failed: u64) {
+    if published.is_empty() {
+        if count > 0 {
+            metrics::counter!(PUBLISHED, "box" => box_kind.table(), "type" => "*").increment(count);
+        }
+    } else {
+        let mut start = 0;
+        while start < published.len() {
+            let message_type = published[start].message_type.as_str();
+            let end = published[start..]
+                .iter()
+                .position(|p| p.message_type != message_type)
+                .map_or(published.len(), |n| start + n);
+            let run = &published[start..end];
+            metrics::counter!(PUBLISHED, "box" => box_kind.table(), "type" => message_type.to_owned())
+                .increment(u64::try_from(run.len()).unwrap_or(u64::MAX));
+            let histogram = metrics::histogram!(PUBLISH_LATENCY, "box" => box_kind.table(), "type" => message_type.to_owned());
+            for message in run {
+                histogram.record(message.waited.as_secs_f64());
+            }
+            start = end;
+        }
     }
     if failed > 0 {
         metrics::counter!(FAILED, "box" => box_kind.table(), "type" => "*", "subscriber" => "")

@@ -429,6 +429,10 @@ fn relay(
            ON CONFLICT (id, subscriber) DO UPDATE SET delivery_count = x.delivery_count + 1 \
            RETURNING x.delivery_count) \
          SELECT {moved} AS moved, \
+                (SELECT array_agg(m.message_type ORDER BY m.seq) FROM {source} m {source_filter}) \
+                  AS published_types, \
+                (SELECT array_agg(extract(epoch FROM ({NOW} - m.created_at))::float8 ORDER BY m.seq) \
+                  FROM {source} m {source_filter}) AS published_waits, \
                 (SELECT count(*) FROM ins WHERE delivery_count = 1) AS inserted, \
                 {duplicates} AS duplicates, \
                 {failed} AS failed, \

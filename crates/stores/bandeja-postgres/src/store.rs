@@ -1,10 +1,12 @@
 //! `Store` and `Inspect` for PostgreSQL.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use bandeja_core::config::{CompletionMode, CompletionModes};
 use bandeja_core::store::{
-    ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, RelayReport, Route, RowView,
-    SavepointStep,
+    ClaimRequest, Delivery, Inspect, Outcome, Published, ReceiveReport, RelayReport, Route,
+    RowView, SavepointStep,
 };
 use bandeja_core::store::{StaleReport, StaleRequest};
 use bandeja_core::wake::Wakers;
@@ -308,7 +310,23 @@ impl Store for PgStore {
                 .map_err(|e| sqlx_error("read the relay report", e))?;
             Ok(u64::try_from(n).unwrap_or(0))
         };
+        let types: Option<Vec<String>> = row
+            .try_get("published_types")
+            .map_err(|e| sqlx_error("read the relay report", e))?;
+        let waits: Option<Vec<f64>> = row
+            .try_get("published_waits")
+            .map_err(|e| sqlx_error("read the relay report", e))?;
+        let published = types
+            .unwrap_or_default()
+            .into_iter()
+            .zip(waits.unwrap_or_default())
+            .map(|(message_type, waited)| Published {
+                message_type,
+                waited: Duration::try_from_secs_f64(waited).unwrap_or_default(),
+            })
+            .collect();
         let report = RelayReport {
+            published,
             moved: count("moved")?,
             inserted: count("inserted")?,
             duplicates: count("duplicates")?,
