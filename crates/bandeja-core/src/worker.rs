@@ -148,7 +148,7 @@ async fn run_cycle<S: Store>(
 }
 
 /// Resolves when shutdown has been requested.
-async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
 }
 

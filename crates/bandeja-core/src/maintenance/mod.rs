@@ -43,11 +43,9 @@ pub(crate) fn spawn<S: Store>(
 
 /// Waits `pause`; `false` when shutdown was requested meanwhile (or already).
 pub(crate) async fn pause(stop: &mut watch::Receiver<bool>, pause: Duration) -> bool {
-    if *stop.borrow() {
-        return false;
-    }
     tokio::select! {
-        _ = stop.wait_for(|s| *s) => false,
+        biased;
+        () = crate::worker::stopped(stop) => false,
         () = tokio::time::sleep(pause) => true,
     }
 }

@@ -308,11 +308,12 @@ fn relay(
     let inbox_name = box_kind.kind().inbox().table();
     let inbox = format!("\"{schema}\".{inbox_name}");
     let command = box_kind.kind() == bandeja_core::MessageKind::Command;
-    let tenant_filter = if by_tenant {
-        "AND c.tenant_id = $6::text AND c.status = 'PENDING'"
-    } else {
-        "AND $6::text IS NULL"
-    };
+    // Untenanted, `$6` is NULL (and must appear in the statement for its type).
+    let gate = format!(
+        "(SELECT pg_try_advisory_xact_lock(hashtext('bandeja relay'), \
+           hashtext('{t}' || COALESCE($6::text, '')))) AND"
+    );
+    let due = due(t, "c.ctid AS row_id", &gate, "", by_tenant);
     let unrouted = "NOT EXISTS (SELECT 1 FROM routes r WHERE r.message_type = t.message_type \
          AND (r.tenant IS NULL OR r.tenant = COALESCE(t.target_tenant_id, t.tenant_id)))";
     let no_route_error = "'no handler for command type `' || t.message_type \
@@ -407,19 +408,7 @@ fn relay(
     format!(
         "WITH routes AS ( \
            SELECT * FROM UNNEST($7::text[], $8::text[], $9::text[]) AS r(message_type, subscriber, tenant)), \
-         due AS ( \
-           SELECT c.ctid AS row_id FROM {t} c \
-           WHERE (SELECT pg_try_advisory_xact_lock(hashtext('bandeja relay'), \
-                    hashtext('{t}' || COALESCE($6::text, '')))) \
-             AND c.status IN ('PENDING', 'PROCESSING') \
-             AND c.seq >= COALESCE($5::int8, 0) {tenant_filter} \
-             AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
-               OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
-             AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
-                  SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id \
-                  AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
-           ORDER BY c.seq LIMIT $2::int8 \
-           FOR UPDATE OF c SKIP LOCKED), \
+         due AS ({due}), \
          {outbox_ctes}, \
          {ledger}ins AS ( \
            INSERT INTO {inbox} AS x (id, subscriber, tenant_id, message_type, schema_version, partition_key, \
@@ -453,23 +442,15 @@ fn relay(
 /// table, history included). The old status is read from `due` to flag takeovers. With
 /// `by_tenant`, only PENDING rows of tenant `$6` (the pending-only tenant index).
 fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool) -> String {
-    let tenant_filter = if by_tenant {
-        "AND c.tenant_id = $6::text AND c.status = 'PENDING'"
-    } else {
-        ""
-    };
+    let due = due(
+        t,
+        "c.ctid AS row_id, c.seq, c.status",
+        "",
+        same_subscriber,
+        by_tenant,
+    );
     format!(
-        "WITH due AS ( \
-           SELECT c.ctid AS row_id, c.seq, c.status FROM {t} c \
-           WHERE c.status IN ('PENDING', 'PROCESSING') \
-             AND c.seq >= COALESCE($5::int8, 0) {tenant_filter} \
-             AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
-               OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
-             AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
-                  SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
-                  AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
-           ORDER BY c.seq LIMIT $2::int8 \
-           FOR UPDATE OF c SKIP LOCKED), \
+        "WITH due AS ({due}), \
          claimed AS ( \
            UPDATE {t} AS t SET \
              retry_count = t.retry_count + CASE WHEN t.status = 'PROCESSING' THEN 1 ELSE 0 END, \
@@ -483,5 +464,30 @@ fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool) -> Str
            RETURNING {returned}) \
          SELECT t.*, (due.status = 'PROCESSING') AS reclaimed \
          FROM claimed t JOIN due ON due.seq = t.seq"
+    )
+}
+
+/// The due rows of a claim or a relay (`$1` ordered, `$2` limit, `$5` floor seq, `$6`
+/// tenant with `by_tenant`): PENDING rows whose time has come and PROCESSING rows whose
+/// lease expired, from the live floor on, in `seq` order, skipping a row whose partition
+/// key has an older live row (per tenant and, in inboxes, per subscriber), locked with
+/// `SKIP LOCKED`. `gate` is a leading condition (the relay's advisory lock).
+fn due(t: &str, columns: &str, gate: &str, same_subscriber: &str, by_tenant: bool) -> String {
+    let tenant_filter = if by_tenant {
+        "AND c.tenant_id = $6::text AND c.status = 'PENDING'"
+    } else {
+        ""
+    };
+    format!(
+        "SELECT {columns} FROM {t} c \
+         WHERE {gate} c.status IN ('PENDING', 'PROCESSING') \
+           AND c.seq >= COALESCE($5::int8, 0) {tenant_filter} \
+           AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
+             OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
+           AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
+                SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
+                AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
+         ORDER BY c.seq LIMIT $2::int8 \
+         FOR UPDATE OF c SKIP LOCKED"
     )
 }
