@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bandeja_core::{MessageId, Store};
 use bandeja_postgres::PgStore;
-use common::{bandeja, field, listed, runtime, seed, FAILING, FAILURE, SEEDED, SUCCEEDING};
+use common::{bandeja, field, listed, run_on, runtime, seed, FAILING, FAILURE, SEEDED, SUCCEEDING};
 use sqlx::{Connection, PgConnection, Row};
 
 /// How to start the local cluster.
@@ -112,9 +112,7 @@ impl Seeded {
     }
 
     fn run(&self, args: &[&str]) -> common::Run {
-        let mut all = args.to_vec();
-        all.extend_from_slice(&self.db());
-        bandeja(&all)
+        run_on(&self.db(), args)
     }
 
     fn list(&self, args: &[&str]) -> Vec<serde_json::Value> {

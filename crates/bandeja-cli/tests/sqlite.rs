@@ -7,7 +7,7 @@ mod common;
 use bandeja_core::MessageId;
 use bandeja_sqlite::SqliteStore;
 use common::{
-    bandeja, field, listed, runtime, seed, TempDir, FAILING, FAILURE, SEEDED, SUCCEEDING,
+    bandeja, field, listed, run_on, runtime, seed, TempDir, FAILING, FAILURE, SEEDED, SUCCEEDING,
 };
 use sqlx::Row;
 
@@ -43,9 +43,7 @@ impl Seeded {
 
     /// `bandeja <args> --database <url>`.
     fn run(&self, args: &[&str]) -> common::Run {
-        let mut all = args.to_vec();
-        all.extend_from_slice(&self.db());
-        bandeja(&all)
+        run_on(&self.db(), args)
     }
 
     fn list(&self, args: &[&str]) -> Vec<serde_json::Value> {

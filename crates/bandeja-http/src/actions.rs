@@ -13,6 +13,7 @@ use crate::auth;
 use crate::error::ApiError;
 use crate::filter::{self, Params, FILTER_KEYS};
 use crate::messages::{pairs, RawQuery};
+use crate::options::HttpOptions;
 use crate::router::Shared;
 
 /// `POST /messages/{id}/retry[?box=&subscriber=]`: the FAILED rows of one message go back
@@ -57,14 +58,23 @@ pub(crate) async fn retry_one<A: Admin>(
     Ok(Json(json!({ "retried": retried })))
 }
 
+/// The token check, then the filter a bulk action's query describes.
+fn bulk_filter(
+    options: &HttpOptions,
+    headers: &HeaderMap,
+    query: RawQuery,
+) -> Result<MessageFilter, ApiError> {
+    auth::require_token(options, headers)?;
+    Params::new(pairs(query)?, &[FILTER_KEYS])?.filter()
+}
+
 /// `POST /retry?<filter>`: every FAILED row matching the filter goes back to PENDING.
 pub(crate) async fn retry<A: Admin>(
     state: Shared<A>,
     headers: HeaderMap,
     query: RawQuery,
 ) -> Result<Json<Value>, ApiError> {
-    auth::require_token(&state.options, &headers)?;
-    let filter = Params::new(pairs(query)?, &[FILTER_KEYS])?.filter()?;
+    let filter = bulk_filter(&state.options, &headers, query)?;
     if filter.status.is_some_and(|s| s != MessageStatus::Failed) {
         return Err(ApiError::BadRequest(
             "retry resubmits FAILED rows only: leave `status` out or set it to FAILED".to_owned(),
@@ -86,8 +96,7 @@ pub(crate) async fn replay<A: Admin>(
     headers: HeaderMap,
     query: RawQuery,
 ) -> Result<Json<Value>, ApiError> {
-    auth::require_token(&state.options, &headers)?;
-    let filter = Params::new(pairs(query)?, &[FILTER_KEYS])?.filter()?;
+    let filter = bulk_filter(&state.options, &headers, query)?;
     let narrowed = MessageFilter {
         status: None,
         ..filter.clone()

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::Query;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -15,6 +14,7 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::filter::Params;
+use crate::messages::{pairs, RawQuery};
 use crate::options::HttpOptions;
 use crate::router::Shared;
 
@@ -167,10 +167,9 @@ struct Boxes {
 /// `GET /boxes` (`?by=tenant`: one entry per box and tenant).
 pub(crate) async fn boxes<A: Admin>(
     state: Shared<A>,
-    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+    query: RawQuery,
 ) -> Result<Json<impl Serialize>, ApiError> {
-    let Query(pairs) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let params = Params::new(pairs, &[&["by"]])?;
+    let params = Params::new(pairs(query)?, &[&["by"]])?;
     let by_tenant = match params.get("by") {
         None | Some("box") => false,
         Some("tenant") => true,

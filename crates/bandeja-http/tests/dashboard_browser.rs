@@ -10,14 +10,14 @@
 mod common;
 
 use std::io::Write as _;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use bandeja_core::testing::eventually;
 use bandeja_core::{BoxKind, MessageStatus};
 use bandeja_http::HttpOptions;
-use common::{order, runtime, sqlite_store, status_of, wait_for_status, Flaky, WAIT};
+use common::{free_port, in_ci, sqlite_store, start_with_a_failed_order, status_of, WAIT};
 use fantoccini::{Client, ClientBuilder, Locator};
 
 const TOKEN: &str = "dashboard-test-token";
@@ -39,13 +39,6 @@ impl Drop for Driver {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 /// Starts chromedriver and waits until it accepts connections; `None` (after a notice)
 /// when Chromium or chromedriver is missing outside CI.
 async fn chromedriver() -> Option<Driver> {
@@ -59,10 +52,7 @@ async fn chromedriver() -> Option<Driver> {
             chromium.display(),
             driver.display()
         );
-        assert!(
-            !std::env::var("CI").is_ok_and(|v| v == "true" || v == "1"),
-            "the dashboard test needs a browser in CI: {why}"
-        );
+        assert!(!in_ci(), "the dashboard test needs a browser in CI: {why}");
         let _ = writeln!(
             std::io::stderr(),
             "notice: skipping the browser test: {why}"
@@ -113,17 +103,7 @@ async fn retry_button_sends_a_failed_message_back_and_the_page_shows_it_complete
         return;
     };
     let (store, _file) = sqlite_store().await;
-    let bandeja = runtime(store.clone(), Flaky::failing(&[42]));
-    let running = bandeja.start().await.expect("start");
-    let event = order(42);
-    bandeja.emit(&event).await.expect("emit");
-    wait_for_status(
-        &store,
-        BoxKind::InboxEvents,
-        event.id,
-        MessageStatus::Failed,
-    )
-    .await;
+    let (running, event) = start_with_a_failed_order(&store, 42).await;
 
     let server = bandeja_http::bind(
         store.clone(),

@@ -10,7 +10,9 @@ use axum::http::StatusCode;
 use bandeja_core::{BoxKind, MessageStatus};
 use bandeja_http::{router, HttpOptions};
 use bandeja_postgres::PgStore;
-use common::{call, order, pg_store, runtime, wait_for_status, Flaky};
+use common::{
+    assert_database_down, call, free_port, order, pg_store, runtime, wait_for_status, Flaky,
+};
 
 const TOKEN: &str = "pg-token";
 
@@ -101,10 +103,7 @@ async fn postgres_health_is_down_when_the_database_cannot_be_reached() {
     let Some((_store, _schema)) = pg_store().await else {
         return;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
+    let port = free_port();
     let pool = sqlx::postgres::PgPoolOptions::new()
         .acquire_timeout(Duration::from_secs(2))
         .connect_lazy(&format!("postgres://postgres@127.0.0.1:{port}/test"))
@@ -114,20 +113,5 @@ async fn postgres_health_is_down_when_the_database_cannot_be_reached() {
         unreachable,
         HttpOptions::new().health_timeout(Duration::from_secs(5)),
     );
-    let reply = call(&app, "GET", "/health", None).await;
-    assert_eq!(
-        reply.status,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "{}",
-        reply.body
-    );
-    let body = reply.json();
-    assert_eq!(body["status"], "DOWN");
-    assert_eq!(body["database"]["status"], "DOWN");
-    assert!(
-        body["database"]["reason"]
-            .as_str()
-            .is_some_and(|r| r.starts_with("database unreachable")),
-        "{body}"
-    );
+    assert_database_down(&call(&app, "GET", "/health", None).await);
 }

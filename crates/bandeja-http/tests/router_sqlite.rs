@@ -11,7 +11,10 @@ use bandeja_core::telemetry::trace::{self, TraceParent};
 use bandeja_core::testing::eventually;
 use bandeja_core::{BoxKind, MessageId, MessageStatus, TenantId};
 use bandeja_http::{router, HttpOptions};
-use common::{call, order, runtime, sqlite_store, wait_for_status, Flaky, WAIT};
+use common::{
+    assert_database_down, call, order, runtime, sqlite_store, start_with_a_failed_order,
+    wait_for_status, Flaky, WAIT,
+};
 
 const TOKEN: &str = "s3cret-token";
 
@@ -63,18 +66,7 @@ async fn health_is_down_when_the_database_is_unreachable() {
     let app = router(store.clone(), HttpOptions::new().token(TOKEN));
     store.pool().close().await;
 
-    let reply = call(&app, "GET", "/health", None).await;
-    assert_eq!(
-        reply.status,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "{}",
-        reply.body
-    );
-    let body = reply.json();
-    assert_eq!(body["status"], "DOWN");
-    assert_eq!(body["database"]["status"], "DOWN");
-    let reason = body["database"]["reason"].as_str().unwrap_or_default();
-    assert!(reason.starts_with("database unreachable"), "{reason}");
+    assert_database_down(&call(&app, "GET", "/health", None).await);
 
     let metrics = call(&app, "GET", "/metrics", None).await;
     assert_eq!(metrics.status, StatusCode::OK);
@@ -406,17 +398,7 @@ async fn bad_filters_are_rejected_with_a_400_naming_the_parameter() {
 async fn a_failed_message_is_listed_retried_over_http_and_completed_by_the_worker() {
     let (store, _file) = sqlite_store().await;
     let app = router(store.clone(), HttpOptions::new().token(TOKEN));
-    let bandeja = runtime(store.clone(), Flaky::failing(&[7]));
-    let running = bandeja.start().await.expect("start");
-    let event = order(7);
-    bandeja.emit(&event).await.expect("emit");
-    wait_for_status(
-        &store,
-        BoxKind::InboxEvents,
-        event.id,
-        MessageStatus::Failed,
-    )
-    .await;
+    let (running, event) = start_with_a_failed_order(&store, 7).await;
 
     let failed = call(
         &app,

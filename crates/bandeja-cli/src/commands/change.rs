@@ -25,8 +25,8 @@ pub(crate) struct Changed {
 /// Whether to go ahead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Decision {
-    /// Change the rows.
-    Proceed,
+    /// Change the rows; this many matched when counted.
+    Proceed(u64),
     /// Stop: nothing matches, or `--dry-run`; [`Changed`] was printed.
     Done,
 }
@@ -62,7 +62,25 @@ pub(crate) fn decide(
             options.yes,
         )?;
     }
-    Ok(Decision::Proceed)
+    Ok(Decision::Proceed(matched))
+}
+
+/// Prints the result of a change that went ahead.
+pub(crate) fn report_changed(
+    action: &'static str,
+    matched: u64,
+    changed: u64,
+    json: bool,
+) -> Result<(), CliError> {
+    report(
+        &Changed {
+            action,
+            matched,
+            changed,
+            dry_run: false,
+        },
+        json,
+    )
 }
 
 /// Prints the result: `--json` the document, otherwise one sentence.

@@ -5,7 +5,7 @@ use bandeja_core::admin::Admin;
 use bandeja_core::{BoxKind, MessageStatus};
 
 use crate::cli::ReplayArgs;
-use crate::commands::change::{self, Changed, Decision};
+use crate::commands::change::{self, Decision};
 use crate::error::CliError;
 use crate::scan;
 
@@ -25,18 +25,11 @@ pub(crate) async fn run<S: Admin>(
     let completed = args.filters.to_filter(Some(MessageStatus::Completed), None);
     let boxes = scan::boxes(&filter, &INBOXES);
     let counts = scan::count(store, &completed, &boxes).await?;
-    let matched: u64 = counts.iter().map(|(_, n)| n).sum();
-    if change::decide("replay", "Replay", &counts, args.confirm, true, json)? == Decision::Done {
+    let Decision::Proceed(matched) =
+        change::decide("replay", "Replay", &counts, args.confirm, true, json)?
+    else {
         return Ok(());
-    }
+    };
     let changed = store.replay(&filter).await?;
-    change::report(
-        &Changed {
-            action: "replay",
-            matched,
-            changed,
-            dry_run: false,
-        },
-        json,
-    )
+    change::report_changed("replay", matched, changed, json)
 }

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 
 use crate::args::ago_from;
 use crate::cli::RetentionArgs;
-use crate::commands::change::{self, Changed, Decision};
+use crate::commands::change::{self, Decision};
 use crate::error::CliError;
 use crate::{progress, scan};
 
@@ -73,18 +73,17 @@ pub(crate) async fn run<S: Admin>(
     let spinner = progress::spinner("counting rows");
     let counts = scan::count(store, &due, &boxes).await?;
     spinner.finish_and_clear();
-    let matched: u64 = counts.iter().map(|(_, n)| n).sum();
-    let decision = change::decide(
+    let Decision::Proceed(matched) = change::decide(
         action.name(),
         action.question(),
         &counts,
         args.confirm,
         true,
         json,
-    )?;
-    if decision == Decision::Done {
+    )?
+    else {
         return Ok(());
-    }
+    };
     let bar = progress::bar(matched, action.name());
     let mut changed = 0u64;
     for (box_kind, _) in &counts {
@@ -98,13 +97,5 @@ pub(crate) async fn run<S: Admin>(
         bar.inc(n);
     }
     bar.finish_and_clear();
-    change::report(
-        &Changed {
-            action: action.name(),
-            matched,
-            changed,
-            dry_run: false,
-        },
-        json,
-    )
+    change::report_changed(action.name(), matched, changed, json)
 }

@@ -5,7 +5,7 @@ use bandeja_core::admin::Admin;
 use bandeja_core::{BoxKind, MessageStatus};
 
 use crate::cli::RetryArgs;
-use crate::commands::change::{self, Changed, Decision};
+use crate::commands::change::{self, Decision};
 use crate::error::CliError;
 use crate::scan;
 
@@ -22,19 +22,12 @@ pub(crate) async fn run<S: Admin>(store: &S, args: &RetryArgs, json: bool) -> Re
     let failed = args.filters.to_filter(Some(MessageStatus::Failed), args.id);
     let boxes = scan::boxes(&filter, &BoxKind::ALL);
     let counts = scan::count(store, &failed, &boxes).await?;
-    let matched: u64 = counts.iter().map(|(_, n)| n).sum();
-    let ask = matched > 1;
-    if change::decide("retry", "Retry", &counts, args.confirm, ask, json)? == Decision::Done {
+    let ask = counts.iter().map(|(_, n)| n).sum::<u64>() > 1;
+    let Decision::Proceed(matched) =
+        change::decide("retry", "Retry", &counts, args.confirm, ask, json)?
+    else {
         return Ok(());
-    }
+    };
     let changed = store.retry(&filter).await?;
-    change::report(
-        &Changed {
-            action: "retry",
-            matched,
-            changed,
-            dry_run: false,
-        },
-        json,
-    )
+    change::report_changed("retry", matched, changed, json)
 }

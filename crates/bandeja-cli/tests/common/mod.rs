@@ -104,7 +104,7 @@ impl Drop for TempDir {
     }
 }
 
-/// A current-thread runtime for the async parts of a test.
+/// A (two-thread) runtime for the async parts of a test.
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -186,12 +186,18 @@ pub(crate) async fn seed<S: Admin>(store: &S) -> Vec<MessageId> {
     ids
 }
 
+/// `bandeja <args> <database>` (`database`: the `--database …` options of a test's store).
+pub(crate) fn run_on(database: &[&str], args: &[&str]) -> Run {
+    let mut all = args.to_vec();
+    all.extend_from_slice(database);
+    bandeja(&all)
+}
+
 /// The rows of `messages list --json` (with `args` added) as JSON values.
 pub(crate) fn listed(database: &[&str], args: &[&str]) -> Vec<serde_json::Value> {
     let mut all = vec!["messages", "list", "--json"];
-    all.extend_from_slice(database);
     all.extend_from_slice(args);
-    let run = bandeja(&all).expect_code(0);
+    let run = run_on(database, &all).expect_code(0);
     let document = run.json();
     let messages = document["messages"]
         .as_array()

@@ -15,11 +15,11 @@ use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::Router;
-use bandeja_core::config::Group;
+use bandeja_core::conformance::runtime::fast_config;
 use bandeja_core::store::Inspect;
 use bandeja_core::{
-    BoxKind, Config, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageStatus,
-    Payload, Store,
+    BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageStatus, Payload,
+    Store,
 };
 use bandeja_postgres::PgStore;
 use bandeja_sqlite::SqliteStore;
@@ -110,29 +110,28 @@ impl<S: Store> EventHandler<S, OrderPlaced> for Flaky {
     }
 }
 
-/// Short intervals so the tests take milliseconds.
-pub fn fast_config() -> Config {
-    let mut config = Config::default();
-    for group in Group::ALL {
-        let g = config.group_mut(group);
-        g.polling_interval = Duration::from_millis(100);
-        g.polling_initial_delay = Duration::ZERO;
-        g.lock_at_least_for = Duration::from_millis(100);
-        g.lock_at_most_for = Duration::from_secs(10);
-        g.retry_backoff_initial = Duration::from_millis(10);
-        g.retry_backoff_max = Duration::from_millis(40);
-        g.retry_jitter = 0.0;
-    }
-    config
-}
-
-/// A runtime on `store` with [`Flaky`] subscribed as `billing`.
+/// A runtime on `store` with [`Flaky`] subscribed as `billing`, with short intervals so
+/// the tests take milliseconds.
 pub fn runtime<S: Store>(store: S, flaky: Flaky) -> bandeja_core::Bandeja<S> {
     bandeja_core::Bandeja::builder(store)
         .config(fast_config())
         .on_event::<OrderPlaced, _>("billing", flaky)
         .build()
         .expect("valid runtime")
+}
+
+/// Starts a runtime on `store` whose handler fails order `n` permanently, emits that order
+/// and waits until its inbox row is FAILED. Returns the running workers and the event.
+pub async fn start_with_a_failed_order<S: Store + Inspect>(
+    store: &S,
+    n: u64,
+) -> (bandeja_core::Running, Event<OrderPlaced>) {
+    let bandeja = runtime(store.clone(), Flaky::failing(&[n]));
+    let running = bandeja.start().await.expect("start");
+    let event = order(n);
+    bandeja.emit(&event).await.expect("emit");
+    wait_for_status(store, BoxKind::InboxEvents, event.id, MessageStatus::Failed).await;
+    (running, event)
 }
 
 /// An order event.
@@ -168,7 +167,8 @@ pub fn database_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
-fn in_ci() -> bool {
+/// Whether this is CI (`CI=true` or `CI=1`), where a missing dependency fails the test.
+pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
@@ -245,6 +245,14 @@ pub async fn pg_store() -> Option<(PgStore, SchemaGuard)> {
     Some((store, guard))
 }
 
+/// A TCP port nobody listens on at the moment.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
 /// A response: status, headers, body text.
 pub struct Reply {
     pub status: StatusCode,
@@ -257,6 +265,21 @@ impl Reply {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
+}
+
+/// Checks that `reply` is `/health` answering DOWN because the database is unreachable.
+pub fn assert_database_down(reply: &Reply) {
+    assert_eq!(
+        reply.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        reply.body
+    );
+    let body = reply.json();
+    assert_eq!(body["status"], "DOWN");
+    assert_eq!(body["database"]["status"], "DOWN");
+    let reason = body["database"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("database unreachable"), "{body}");
 }
 
 /// Calls `app` once (`oneshot`), with the bearer `token` if given.
