@@ -176,6 +176,15 @@ impl MessageFilter {
         }
         Ok(())
     }
+
+    /// The inboxes [`Admin::replay`] changes, once [`MessageFilter::check_replay`] passed:
+    /// [`MessageFilter::boxes`] without the outboxes.
+    pub fn replay_boxes(&self) -> Result<Vec<BoxKind>, StoreError> {
+        self.check_replay()?;
+        let mut boxes = self.boxes();
+        boxes.retain(|b| b.is_inbox());
+        Ok(boxes)
+    }
 }
 
 fn invalid(operation: &'static str, message: String) -> StoreError {
@@ -346,6 +355,10 @@ mod tests {
         assert!(status(MessageStatus::Pending).check_retry().is_err());
         assert!(status(MessageStatus::Completed).check_replay().is_ok());
         assert!(status(MessageStatus::Failed).check_replay().is_err());
+        assert_eq!(
+            MessageFilter::default().replay_boxes().expect("inboxes"),
+            vec![BoxKind::InboxEvents, BoxKind::InboxCommands]
+        );
         let outbox = MessageFilter {
             box_kind: Some(BoxKind::OutboxCommands),
             ..Default::default()

@@ -42,7 +42,7 @@ macro_rules! completion_conformance_tests {
 
 const WAIT: Duration = Duration::from_secs(20);
 
-async fn claim_one<S: Store>(store: &S, box_kind: BoxKind, limit: usize) -> Vec<StoredMessage> {
+async fn claim<S: Store>(store: &S, box_kind: BoxKind, limit: usize) -> Vec<StoredMessage> {
     store
         .claim(box_kind, &request("w", limit))
         .await
@@ -101,26 +101,13 @@ fn config_with(mode: CompletionMode) -> Config {
     config
 }
 
-async fn wait_for<S: Inspect>(
-    store: &S,
-    box_kind: BoxKind,
-    done: impl Fn(&[RowView]) -> bool,
-) -> Vec<RowView> {
-    eventually(WAIT, || async {
-        let rows = rows(store, box_kind).await;
-        done(&rows).then_some(rows)
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{box_kind}: {e}"))
-}
-
 async fn archived<S: Inspect>(store: &S, box_kind: BoxKind) -> Vec<RowView> {
     store.archived_rows(box_kind).await.expect("archived rows")
 }
 
 /// Emits one event and sends one command through `bandeja`'s store, runs until both were
-/// handled and no live row is left, and returns what the handler saw.
-async fn run_one_of_each<S: Inspect>(store: &S, mode: CompletionMode) -> Vec<u64> {
+/// handled and no live row is left, and checks that the handler saw each once.
+async fn run_one_of_each<S: Inspect>(store: &S, mode: CompletionMode) {
     let counter = Counter::default();
     let bandeja = Bandeja::builder(store.clone())
         .config(config_with(mode))
@@ -139,32 +126,31 @@ async fn run_one_of_each<S: Inspect>(store: &S, mode: CompletionMode) -> Vec<u64
     .await
     .expect("command");
     bandeja.send(&command).await.expect("send");
-    let seen = eventually(WAIT, || async {
+    let mut seen = eventually(WAIT, || async {
         let seen = counter.seen();
         (seen.len() == 2).then_some(seen)
     })
     .await
     .expect("both handled");
+    let settled = |rows: &[RowView]| {
+        rows.iter().all(|r| {
+            !matches!(
+                r.message.status,
+                MessageStatus::Pending | MessageStatus::Processing
+            )
+        })
+    };
     for box_kind in BoxKind::ALL {
-        let live = |rows: &[RowView]| {
-            rows.iter().all(|r| {
-                !matches!(
-                    r.message.status,
-                    MessageStatus::Pending | MessageStatus::Processing
-                )
-            })
-        };
-        wait_for(store, box_kind, live).await;
+        super::runtime::wait_rows(store, box_kind, settled).await;
     }
     running.shutdown().await;
-    seen
+    seen.sort_unstable();
+    assert_eq!(seen, vec![1, 2]);
 }
 
 /// `update`: every box keeps its row, COMPLETED with a completion time; nothing archived.
 pub async fn update_mode_keeps_completed_rows_in_every_box<S: Inspect>(store: S) {
-    let mut seen = run_one_of_each(&store, CompletionMode::Update).await;
-    seen.sort_unstable();
-    assert_eq!(seen, vec![1, 2]);
+    run_one_of_each(&store, CompletionMode::Update).await;
     for box_kind in BoxKind::ALL {
         let rows = rows(&store, box_kind).await;
         assert_eq!(rows.len(), 1, "{box_kind}");
@@ -180,9 +166,7 @@ pub async fn update_mode_keeps_completed_rows_in_every_box<S: Inspect>(store: S)
 
 /// `delete`: every box is empty once its rows completed; nothing archived.
 pub async fn delete_mode_removes_completed_rows_from_every_box<S: Inspect>(store: S) {
-    let mut seen = run_one_of_each(&store, CompletionMode::Delete).await;
-    seen.sort_unstable();
-    assert_eq!(seen, vec![1, 2]);
+    run_one_of_each(&store, CompletionMode::Delete).await;
     for box_kind in BoxKind::ALL {
         assert!(rows(&store, box_kind).await.is_empty(), "{box_kind}");
         assert!(archived(&store, box_kind).await.is_empty(), "{box_kind}");
@@ -191,9 +175,7 @@ pub async fn delete_mode_removes_completed_rows_from_every_box<S: Inspect>(store
 
 /// `archive`: every box is empty and its archive holds the row, COMPLETED, unlocked.
 pub async fn archive_mode_moves_completed_rows_into_the_archives<S: Inspect>(store: S) {
-    let mut seen = run_one_of_each(&store, CompletionMode::Archive).await;
-    seen.sort_unstable();
-    assert_eq!(seen, vec![1, 2]);
+    run_one_of_each(&store, CompletionMode::Archive).await;
     for box_kind in BoxKind::ALL {
         assert!(rows(&store, box_kind).await.is_empty(), "{box_kind}");
         let archive = archived(&store, box_kind).await;
@@ -254,7 +236,7 @@ async fn redelivery_is_absorbed<S: Inspect>(store: S, mode: CompletionMode) {
         (report.inserted, report.duplicates)
     };
     assert_eq!(deliver().await, (1, 0));
-    wait_for(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
+    super::runtime::wait_rows(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
     assert_eq!(counter.seen(), vec![7]);
 
     // Redelivered twice after its row was removed: absorbed, no new row.
@@ -277,7 +259,7 @@ async fn redelivery_is_absorbed<S: Inspect>(store: S, mode: CompletionMode) {
     eventually(WAIT, || async { (counter.seen().len() == 2).then_some(()) })
         .await
         .expect("marker handled");
-    wait_for(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
+    super::runtime::wait_rows(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
     assert_eq!(counter.seen(), vec![7, 8]);
     let archived_ids: Vec<_> = archived(&store, BoxKind::InboxEvents)
         .await
@@ -309,7 +291,7 @@ async fn redelivery_is_absorbed<S: Inspect>(store: S, mode: CompletionMode) {
 pub async fn retention_purges_old_completed_rows_only<S: Inspect>(store: S) {
     let records: Vec<_> = (0..4).map(|n| ping(n, &format!("k{n}"))).collect();
     emit(&store, &records).await;
-    let claimed = claim_one(&store, BoxKind::OutboxEvents, 3).await;
+    let claimed = claim(&store, BoxKind::OutboxEvents, 3).await;
     let outcomes: Vec<Outcome> = claimed
         .iter()
         .map(|m| Outcome {
@@ -373,8 +355,8 @@ pub async fn retention_task_purges_completed_rows_in_the_runtime<S: Inspect>(sto
     eventually(WAIT, || async { (counter.seen().len() == 1).then_some(()) })
         .await
         .expect("handled");
-    wait_for(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
-    wait_for(&store, BoxKind::OutboxEvents, |rows| rows.is_empty()).await;
+    super::runtime::wait_rows(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
+    super::runtime::wait_rows(&store, BoxKind::OutboxEvents, |rows| rows.is_empty()).await;
     running.shutdown().await;
     assert_eq!(counter.seen(), vec![1]);
 }
@@ -386,7 +368,7 @@ pub async fn staleness_marks_pending_and_processing_rows_failed_with_the_reason<
 ) {
     let records: Vec<_> = (0..2).map(|n| ping(n, &format!("k{n}"))).collect();
     emit(&store, &records).await;
-    let claimed = claim_one(&store, BoxKind::OutboxEvents, 1).await;
+    let claimed = claim(&store, BoxKind::OutboxEvents, 1).await;
     assert_eq!(claimed[0].record.id, records[0].id);
     let young = StaleRequest {
         pending: Duration::from_secs(3_600),
@@ -475,7 +457,7 @@ pub async fn staleness_monitor_runs_in_the_runtime<S: Inspect>(store: S) {
         .emit(&Event::new("Ping", "k", Ping { n: 1 }))
         .await
         .expect("emit");
-    let rows = wait_for(&store, BoxKind::OutboxEvents, |rows| {
+    let rows = super::runtime::wait_rows(&store, BoxKind::OutboxEvents, |rows| {
         rows.len() == 1 && rows[0].message.status == MessageStatus::Failed
     })
     .await;

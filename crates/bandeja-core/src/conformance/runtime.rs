@@ -230,7 +230,7 @@ async fn rows<S: Inspect>(store: &S, box_kind: BoxKind) -> Vec<RowView> {
     store.rows(box_kind).await.expect("rows")
 }
 
-async fn wait_rows<S: Inspect>(
+pub(super) async fn wait_rows<S: Inspect>(
     store: &S,
     box_kind: BoxKind,
     done: impl Fn(&[RowView]) -> bool,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bandeja_core::admin::{Admin, BoxCounters, MessageFilter, MessageView, Page, StatusGroup};
-use bandeja_core::{BoxKind, MessageId, Store, StoreError, StoreErrorKind};
+use bandeja_core::{BoxKind, MessageId, MessageStatus, Store, StoreError, StoreErrorKind};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
@@ -50,26 +50,15 @@ impl PgStore {
     }
 
     /// The latest completion of the whole box, widening the look-back window until one
-    /// is found.
+    /// is found (one statement).
     async fn last_processed_box(
         &self,
         box_kind: BoxKind,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
-        for window in sql::WINDOWS {
-            let statement = sql::last_processed_box(self.schema(), box_kind, window.is_some());
-            let mut query = sqlx::query_scalar::<_, Option<DateTime<Utc>>>(&statement);
-            if let Some(secs) = window {
-                query = query.bind(secs);
-            }
-            let last = query
-                .fetch_one(self.pool())
-                .await
-                .map_err(|e| sqlx_error("read the last completion", e))?;
-            if last.is_some() {
-                return Ok(last);
-            }
-        }
-        Ok(None)
+        sqlx::query_scalar(&sql::last_processed_box(self.schema(), box_kind))
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| sqlx_error("read the last completion", e))
     }
 
     /// The latest completion of each of `tenants`, widening the window for those not found.
@@ -110,7 +99,7 @@ impl PgStore {
     async fn resubmit(
         &self,
         boxes: &[BoxKind],
-        from_status: &str,
+        from_status: MessageStatus,
         filter: &MessageFilter,
     ) -> Result<u64, StoreError> {
         let mut changed = 0;
@@ -242,17 +231,13 @@ impl Admin for PgStore {
 
     async fn retry(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
         filter.check_retry()?;
-        self.resubmit(&filter.boxes(), "FAILED", filter).await
+        self.resubmit(&filter.boxes(), MessageStatus::Failed, filter)
+            .await
     }
 
     async fn replay(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
-        filter.check_replay()?;
-        let inboxes: Vec<_> = filter
-            .boxes()
-            .into_iter()
-            .filter(|b| b.is_inbox())
-            .collect();
-        self.resubmit(&inboxes, "COMPLETED", filter).await
+        self.resubmit(&filter.replay_boxes()?, MessageStatus::Completed, filter)
+            .await
     }
 
     async fn purge(&self, box_kind: BoxKind, older_than: DateTime<Utc>) -> Result<u64, StoreError> {

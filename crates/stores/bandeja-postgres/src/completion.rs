@@ -13,7 +13,7 @@ use bandeja_core::{BoxKind, CompletionMode};
 use crate::queries::NOW;
 
 /// The columns of a box that its archive table repeats (all but `archived_at`).
-fn archive_columns(inbox: bool) -> String {
+pub(crate) fn archive_columns(inbox: bool) -> String {
     let mut columns = crate::queries::COMMON_COLUMNS.to_vec();
     columns.extend(["last_modified_at", "resubmitted_count", "resubmitted_at"]);
     if inbox {

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bandeja_core::admin::{Admin, BoxCounters, MessageFilter, MessageView, Page, StatusGroup};
-use bandeja_core::{BoxKind, MessageId, Store, StoreError, StoreErrorKind};
+use bandeja_core::{BoxKind, MessageId, MessageStatus, Store, StoreError, StoreErrorKind};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use crate::{sqlx_error, SqliteStore};
 
-fn decode_error(e: sqlx::Error) -> StoreError {
+fn decode_error(e: impl Into<bandeja_core::BoxError>) -> StoreError {
     StoreError::new(StoreErrorKind::Permanent, "decode the counters", e)
 }
 
@@ -38,11 +38,9 @@ impl SqliteStore {
             let status: String = row.try_get("status").map_err(decode_error)?;
             groups.push(StatusGroup {
                 tenant: row.try_get("tenant_id").map_err(decode_error)?,
-                status: status.parse().map_err(|e| {
-                    StoreError::new(StoreErrorKind::Permanent, "decode the counters", e)
-                })?,
+                status: status.parse().map_err(decode_error)?,
                 count: count(row.try_get("n").map_err(decode_error)?),
-                oldest_created_at: sql::time_of(row, "oldest")?,
+                oldest_created_at: crate::decode::opt_time(row, "oldest")?,
                 stuck: count(
                     row.try_get::<Option<i64>, _>("stuck")
                         .map_err(decode_error)?
@@ -63,7 +61,7 @@ impl SqliteStore {
             .map_err(|e| sqlx_error("read the last completion", e))?;
         let mut last = HashMap::with_capacity(rows.len());
         for row in &rows {
-            if let Some(at) = sql::time_of(row, "last")? {
+            if let Some(at) = crate::decode::opt_time(row, "last")? {
                 last.insert(row.try_get("tenant_id").map_err(decode_error)?, at);
             }
         }
@@ -74,7 +72,7 @@ impl SqliteStore {
     async fn resubmit(
         &self,
         boxes: &[BoxKind],
-        from_status: &str,
+        from_status: MessageStatus,
         filter: &MessageFilter,
     ) -> Result<u64, StoreError> {
         let mut changed = 0;
@@ -183,17 +181,13 @@ impl Admin for SqliteStore {
 
     async fn retry(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
         filter.check_retry()?;
-        self.resubmit(&filter.boxes(), "FAILED", filter).await
+        self.resubmit(&filter.boxes(), MessageStatus::Failed, filter)
+            .await
     }
 
     async fn replay(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
-        filter.check_replay()?;
-        let inboxes: Vec<_> = filter
-            .boxes()
-            .into_iter()
-            .filter(|b| b.is_inbox())
-            .collect();
-        self.resubmit(&inboxes, "COMPLETED", filter).await
+        self.resubmit(&filter.replay_boxes()?, MessageStatus::Completed, filter)
+            .await
     }
 
     async fn purge(&self, box_kind: BoxKind, older_than: DateTime<Utc>) -> Result<u64, StoreError> {

@@ -35,7 +35,7 @@ fn completed_rows(t: &str, inbox: bool) -> String {
 }
 
 /// The box's columns that its archive repeats (all but `archived_at`).
-fn archive_columns(inbox: bool) -> String {
+pub(crate) fn archive_columns(inbox: bool) -> String {
     let extra = if inbox {
         ", last_modified_at, resubmitted_count, resubmitted_at, subscriber, received_at, delivery_count"
     } else {

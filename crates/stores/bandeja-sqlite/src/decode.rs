@@ -9,7 +9,8 @@ use chrono::{DateTime, Utc};
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
 
-fn bad(what: impl Into<bandeja_core::BoxError>) -> StoreError {
+/// A row that cannot be decoded: a permanent store error.
+pub(crate) fn bad(what: impl Into<bandeja_core::BoxError>) -> StoreError {
     StoreError::new(StoreErrorKind::Permanent, "decode a row", what)
 }
 
@@ -18,13 +19,15 @@ pub(crate) fn format_time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
-fn parse_time(text: &str) -> Result<DateTime<Utc>, StoreError> {
+/// Parses a time column's text.
+pub(crate) fn parse_time(text: &str) -> Result<DateTime<Utc>, StoreError> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| bad(format!("bad time `{text}`: {e}")))
 }
 
-fn opt_time(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+/// A nullable time column.
+pub(crate) fn opt_time(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
     let text: Option<String> = row.try_get(column).map_err(bad)?;
     text.as_deref().map(parse_time).transpose()
 }

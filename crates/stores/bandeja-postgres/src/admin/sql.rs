@@ -6,17 +6,16 @@
 //! statement here needs an index over all rows.
 
 use bandeja_core::admin::{archive_table, MessageFilter, MessageView, Page};
-use bandeja_core::{BoxKind, StoreError, StoreErrorKind};
+use bandeja_core::{BoxKind, MessageStatus, StoreError, StoreErrorKind};
 use chrono::{DateTime, DurationRound, Utc};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::{Postgres, Row};
 use uuid::Uuid;
 
+use crate::completion::archive_columns;
 use crate::decode::row_view;
-
-/// The database clock, as the store's other statements read it.
-const NOW: &str = "statement_timestamp()";
+use crate::queries::{column_list, NOW};
 
 /// Rows per purge or archive batch: one short statement (and transaction) each.
 pub(super) const BATCH: i64 = 1000;
@@ -75,35 +74,17 @@ pub(super) fn table(schema: &str, box_kind: BoxKind) -> String {
     format!("\"{schema}\".{}", box_kind.table())
 }
 
-/// Every column of a box, as the archive table repeats them.
-fn all_columns(box_kind: BoxKind) -> String {
-    let (subscriber, inbox) = if box_kind.is_inbox() {
-        ("subscriber, ", ", received_at, delivery_count")
-    } else {
-        ("", "")
-    };
-    format!(
-        "seq, id, {subscriber}tenant_id, message_type, schema_version, partition_key, \
-         aggregate_type, aggregate_id, payload, headers, source_tenant_id, target_tenant_id, \
-         target_service, status, retry_count, next_attempt_at, last_error, locked_by, \
-         locked_until, occurred_at, created_at, last_modified_at, completed_at{inbox}, \
-         resubmitted_count, resubmitted_at"
-    )
-}
-
 /// The columns `row_view` reads plus the operator columns.
 fn select_columns(box_kind: BoxKind) -> String {
-    let inbox = if box_kind.is_inbox() {
-        "subscriber, delivery_count, received_at"
+    let inbox = box_kind.is_inbox();
+    let received = if inbox {
+        "received_at"
     } else {
-        "NULL::text AS subscriber, 1 AS delivery_count, NULL::timestamptz AS received_at"
+        "NULL::timestamptz AS received_at"
     };
     format!(
-        "seq, id, tenant_id, message_type, schema_version, partition_key, aggregate_type, \
-         aggregate_id, payload, headers, source_tenant_id, target_tenant_id, target_service, \
-         status, retry_count, next_attempt_at, last_error, locked_by, locked_until, occurred_at, \
-         created_at, completed_at, {inbox}, last_modified_at, resubmitted_count, resubmitted_at, \
-         false AS reclaimed"
+        "{}, {received}, last_modified_at, resubmitted_count, resubmitted_at, false AS reclaimed",
+        column_list("", inbox)
     )
 }
 
@@ -168,7 +149,7 @@ pub(super) fn horizon(t: DateTime<Utc>) -> DateTime<Utc> {
 /// How many rows of a box match `filter` (the clauses of [`list`], no page).
 pub(super) fn count(schema: &str, box_kind: BoxKind, filter: &MessageFilter) -> Statement {
     let mut binder = Binder::default();
-    let completed = filter.status == Some(bandeja_core::MessageStatus::Completed);
+    let completed = filter.status == Some(MessageStatus::Completed);
     let clauses = filter_clauses(filter, true, completed, &mut binder);
     Statement {
         sql: format!(
@@ -187,7 +168,7 @@ pub(super) fn list(
     page: Page,
 ) -> Statement {
     let mut binder = Binder::default();
-    let completed = filter.status == Some(bandeja_core::MessageStatus::Completed);
+    let completed = filter.status == Some(MessageStatus::Completed);
     let mut clauses = filter_clauses(filter, true, completed, &mut binder);
     if let Some(before) = page.before_seq {
         let p = binder.push(Value::Int(before), "int8");
@@ -224,11 +205,16 @@ pub(super) fn resubmit(
     schema: &str,
     channel: &str,
     box_kind: BoxKind,
-    from_status: &str,
+    from_status: MessageStatus,
     filter: &MessageFilter,
 ) -> Statement {
     let mut binder = Binder::default();
-    let clauses = filter_clauses(filter, false, from_status == "COMPLETED", &mut binder);
+    let clauses = filter_clauses(
+        filter,
+        false,
+        from_status == MessageStatus::Completed,
+        &mut binder,
+    );
     let channel = binder.push(Value::Text(channel.to_owned()), "text");
     let payload = binder.push(Value::Text(box_kind.table().to_owned()), "text");
     Statement {
@@ -242,7 +228,8 @@ pub(super) fn resubmit(
              counted AS (SELECT count(*) AS n FROM changed), \
              notified AS (SELECT pg_notify({channel}, {payload}) FROM counted WHERE n > 0) \
              SELECT n, (SELECT count(*) FROM notified) AS notified FROM counted",
-            t = table(schema, box_kind)
+            t = table(schema, box_kind),
+            from_status = from_status.as_str(),
         ),
         values: binder.values,
     }
@@ -266,7 +253,7 @@ pub(super) fn purge(schema: &str, box_kind: BoxKind) -> String {
 /// Moves the next batch of old COMPLETED rows into the archive, in one statement.
 pub(super) fn archive(schema: &str, box_kind: BoxKind) -> String {
     let t = table(schema, box_kind);
-    let columns = all_columns(box_kind);
+    let columns = archive_columns(box_kind.is_inbox());
     format!(
         "WITH moved AS (DELETE FROM {t} WHERE {old} RETURNING {columns}) \
          INSERT INTO \"{schema}\".{archive} ({columns}, archived_at) \
@@ -305,17 +292,22 @@ pub(super) fn last_processed(schema: &str, box_kind: BoxKind, windowed: bool) ->
     )
 }
 
-/// The latest `completed_at` of the whole box within the last `$1` seconds (`windowed`) or ever.
-pub(super) fn last_processed_box(schema: &str, box_kind: BoxKind, windowed: bool) -> String {
-    let window = if windowed {
-        format!("WHERE completed_at >= {NOW} - $1::float8 * interval '1 second'")
-    } else {
-        String::new()
-    };
-    format!(
-        "SELECT max(completed_at) FROM {} {window}",
-        table(schema, box_kind)
-    )
+/// The latest `completed_at` of the whole box, from the narrowest of the [`WINDOWS`] that
+/// holds one, in one statement: `COALESCE` runs a wider window's subquery only when the
+/// narrower ones found nothing.
+pub(super) fn last_processed_box(schema: &str, box_kind: BoxKind) -> String {
+    let t = table(schema, box_kind);
+    let windows: Vec<String> = WINDOWS
+        .iter()
+        .map(|window| match window {
+            Some(secs) => format!(
+                "(SELECT max(completed_at) FROM {t} \
+                 WHERE completed_at >= {NOW} - {secs}::float8 * interval '1 second')"
+            ),
+            None => format!("(SELECT max(completed_at) FROM {t})"),
+        })
+        .collect();
+    format!("SELECT COALESCE({})", windows.join(", "))
 }
 
 /// Decodes a row of [`list`] or [`show`].

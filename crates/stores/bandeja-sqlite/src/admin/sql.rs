@@ -2,13 +2,14 @@
 //! operator-typed value a bound `?`), and the decoding of the operator columns.
 
 use bandeja_core::admin::{MessageFilter, MessageView, Page};
-use bandeja_core::{BoxKind, StoreError, StoreErrorKind};
+use bandeja_core::{BoxKind, MessageStatus, StoreError};
 use chrono::{DateTime, DurationRound, Utc};
 use sqlx::query::Query;
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Row, Sqlite};
 
-use crate::decode::row_view;
+use crate::completion::archive_columns;
+use crate::decode::{bad, opt_time, parse_time, row_view};
 use crate::queries::{COMMON_COLUMNS, NOW};
 
 /// Rows per purge or archive batch: one short write transaction each, so workers keep going.
@@ -55,16 +56,6 @@ pub(super) fn horizon_text(t: DateTime<Utc>) -> String {
     time_text(rounded)
 }
 
-fn parse_time(text: &str) -> Result<DateTime<Utc>, StoreError> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| bad(format!("bad time `{text}`: {e}")))
-}
-
-fn bad(what: impl Into<bandeja_core::BoxError>) -> StoreError {
-    StoreError::new(StoreErrorKind::Permanent, "decode a row", what)
-}
-
 /// The columns `row_view` reads plus the operator columns.
 fn select_columns(box_kind: BoxKind) -> String {
     let inbox = if box_kind.is_inbox() {
@@ -73,22 +64,6 @@ fn select_columns(box_kind: BoxKind) -> String {
         "NULL AS subscriber, 1 AS delivery_count, NULL AS received_at"
     };
     format!("{COMMON_COLUMNS}, {inbox}, last_modified_at, resubmitted_count, resubmitted_at")
-}
-
-/// Every column of a box, as the archive table repeats them.
-pub(super) fn all_columns(box_kind: BoxKind) -> String {
-    let (subscriber, inbox) = if box_kind.is_inbox() {
-        ("subscriber, ", ", received_at, delivery_count")
-    } else {
-        ("", "")
-    };
-    format!(
-        "seq, id, {subscriber}tenant_id, message_type, schema_version, partition_key, \
-         aggregate_type, aggregate_id, payload, headers, source_tenant_id, target_tenant_id, \
-         target_service, status, retry_count, next_attempt_at, last_error, locked_by, \
-         locked_until, occurred_at, created_at, last_modified_at, completed_at{inbox}, \
-         resubmitted_count, resubmitted_at"
-    )
 }
 
 /// `AND ...` for each filter field set (the status only when `with_status`).
@@ -172,7 +147,11 @@ pub(super) fn show(box_kind: BoxKind) -> String {
 
 /// Rows of `from_status` matching `filter` back to PENDING, due now, the resubmission
 /// recorded.
-pub(super) fn resubmit(box_kind: BoxKind, from_status: &str, filter: &MessageFilter) -> Statement {
+pub(super) fn resubmit(
+    box_kind: BoxKind,
+    from_status: MessageStatus,
+    filter: &MessageFilter,
+) -> Statement {
     let mut values = Vec::new();
     let clauses = filter_clauses(filter, false, &mut values);
     Statement {
@@ -181,8 +160,9 @@ pub(super) fn resubmit(box_kind: BoxKind, from_status: &str, filter: &MessageFil
                locked_by = NULL, locked_until = NULL, completed_at = NULL, \
                last_modified_at = {NOW}, resubmitted_count = resubmitted_count + 1, \
                resubmitted_at = {NOW} \
-             WHERE status = '{from_status}'{clauses}",
-            box_kind.table()
+             WHERE status = '{}'{clauses}",
+            box_kind.table(),
+            from_status.as_str()
         ),
         values,
     }
@@ -208,7 +188,7 @@ pub(super) fn purge(box_kind: BoxKind) -> String {
 /// Copies the next batch of old COMPLETED rows into the archive (run [`purge`] after it,
 /// in the same transaction, to remove the same rows).
 pub(super) fn archive(box_kind: BoxKind) -> String {
-    let columns = all_columns(box_kind);
+    let columns = archive_columns(box_kind.is_inbox());
     format!(
         "INSERT INTO {archive} ({columns}, archived_at) \
          SELECT {columns}, {NOW} FROM {t} WHERE seq IN ({batch}) ORDER BY seq",
@@ -243,24 +223,14 @@ pub(super) fn last_processed(box_kind: BoxKind) -> String {
 
 /// Decodes a row of [`list`] or [`show`].
 pub(super) fn message_view(row: &SqliteRow, box_kind: BoxKind) -> Result<MessageView, StoreError> {
-    let opt_time = |column: &str| -> Result<Option<DateTime<Utc>>, StoreError> {
-        let text: Option<String> = row.try_get(column).map_err(bad)?;
-        text.as_deref().map(parse_time).transpose()
-    };
     let modified: String = row.try_get("last_modified_at").map_err(bad)?;
     let resubmitted: i64 = row.try_get("resubmitted_count").map_err(bad)?;
     Ok(MessageView {
         row: row_view(row, box_kind)?,
         last_modified_at: parse_time(&modified)?,
-        received_at: opt_time("received_at")?,
+        received_at: opt_time(row, "received_at")?,
         resubmitted_count: u32::try_from(resubmitted)
             .map_err(|_| bad(format!("resubmitted_count out of range: {resubmitted}")))?,
-        resubmitted_at: opt_time("resubmitted_at")?,
+        resubmitted_at: opt_time(row, "resubmitted_at")?,
     })
-}
-
-/// Parses an optional time column read by name.
-pub(super) fn time_of(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
-    let text: Option<String> = row.try_get(column).map_err(bad)?;
-    text.as_deref().map(parse_time).transpose()
 }
