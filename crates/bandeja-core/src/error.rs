@@ -50,6 +50,12 @@ pub enum Error {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The broker transport failed (unreachable, or refused a subscription).
+    #[error(transparent)]
+    Transport(#[from] crate::transport::TransportError),
+    /// A command whose target service has no topic in `commands.topics`.
+    #[error(transparent)]
+    NoRoute(#[from] crate::transport::routing::NoRoute),
     /// A worker task ended abnormally.
     #[error("worker `{worker}` stopped abnormally: {reason}")]
     Worker {

@@ -16,7 +16,8 @@ use crate::reception::Reception;
 use crate::record::{BoxKind, MessageKind, MessageRecord, DEFAULT_MAX_PAYLOAD_BYTES};
 use crate::store::Store;
 use crate::tenant::TenantId;
-use crate::transport::{Subscription, Transport};
+use crate::transport::routing::Routing;
+use crate::transport::{SubscribeRequest, Subscription, Transport};
 
 /// What the workers share.
 pub(crate) struct Shared<S: Store> {
@@ -32,6 +33,8 @@ pub(crate) struct Shared<S: Store> {
     pub(crate) instance: u32,
     /// The in-process routes of events and of commands (the registry never changes).
     pub(crate) routes: [Vec<crate::store::Route>; 2],
+    /// With a broker transport: this service's name and command topics.
+    pub(crate) routing: Option<Routing>,
 }
 
 impl<S: Store> Shared<S> {
@@ -72,10 +75,20 @@ pub struct BandejaBuilder<S: Store> {
     errors: Vec<Error>,
     worker_id: Option<String>,
     transport: Option<Arc<dyn Transport>>,
+    service: Option<String>,
     handler_concurrency: usize,
 }
 
 impl<S: Store> BandejaBuilder<S> {
+    /// The name of this service (required with a broker transport): the `source_service`
+    /// header of what it publishes, the name its durable consumers and queues take (so its
+    /// processes share them), and the key of `commands.topics` its commands arrive on.
+    #[must_use]
+    pub fn service(mut self, name: impl Into<String>) -> Self {
+        self.service = Some(name.into());
+        self
+    }
+
     /// The configuration (default: [`Config::default`], the spec's defaults).
     #[must_use]
     pub fn config(mut self, config: Config) -> Self {
@@ -179,6 +192,35 @@ impl<S: Store> BandejaBuilder<S> {
             self.registry.routes(MessageKind::Event),
             self.registry.routes(MessageKind::Command),
         ];
+        let routing = match (&self.transport, self.service) {
+            (None, _) => None,
+            (Some(transport), None) => {
+                return Err(Error::InvalidMessage(format!(
+                    "a broker transport (`{}`) needs the service's name: call `.service(\"<name>\")` on the builder",
+                    transport.name()
+                )))
+            }
+            (Some(_), Some(service)) => {
+                let usable = !service.is_empty()
+                    && service.len() <= 128
+                    && !service.chars().any(|c| c.is_whitespace() || c.is_control());
+                if !usable {
+                    return Err(Error::InvalidMessage(format!(
+                        "service name `{service}` is not usable: use 1 to 128 characters without spaces"
+                    )));
+                }
+                let routing = Routing::new(service, self.config.command_topics.clone());
+                if self.registry.has(MessageKind::Command) {
+                    routing.own_topic().map_err(|e| {
+                        Error::InvalidMessage(format!(
+                            "service `{}` handles commands but has no topic to receive them on: {e}",
+                            routing.service()
+                        ))
+                    })?;
+                }
+                Some(routing)
+            }
+        };
         Ok(Bandeja {
             shared: Arc::new(Shared {
                 store,
@@ -190,6 +232,7 @@ impl<S: Store> BandejaBuilder<S> {
                 claims: std::sync::atomic::AtomicU64::new(0),
                 instance: rand::random::<u32>(),
                 routes,
+                routing,
             }),
         })
     }
@@ -230,6 +273,7 @@ impl<S: Store> Bandeja<S> {
             errors: Vec::new(),
             worker_id: None,
             transport: None,
+            service: None,
             handler_concurrency: 16,
         }
     }
@@ -278,8 +322,19 @@ impl<S: Store> Bandeja<S> {
             .await
     }
 
+    /// Checks that a message can leave this service: with a broker, a command's target
+    /// service needs a topic (`commands.topics`). Call it before emitting through your own
+    /// transaction to fail early; the dispatcher marks an unroutable command FAILED.
+    pub fn check_route(&self, record: &MessageRecord) -> Result<()> {
+        if let Some(routing) = &self.shared.routing {
+            routing.address(record)?;
+        }
+        Ok(())
+    }
+
     async fn write(&self, kind: MessageKind, mut record: MessageRecord) -> Result<()> {
         record.check_size(DEFAULT_MAX_PAYLOAD_BYTES)?;
+        self.check_route(&record)?;
         crate::emission::prepare(std::slice::from_mut(&mut record));
         let store = &self.shared.store;
         let mut tx = store.begin().await?;
@@ -309,21 +364,39 @@ impl<S: Store> Bandeja<S> {
         }
         crate::maintenance::spawn(&self.shared, &mut tasks, &stop_rx);
         let mut subscriptions = Vec::new();
-        if let Some(transport) = &self.shared.transport {
+        if let (Some(transport), Some(routing)) = (&self.shared.transport, &self.shared.routing) {
             let sink = Arc::new(Reception {
                 store: self.shared.store.clone(),
                 registry: self.shared.registry.clone(),
+                service: routing.service().to_owned(),
             });
             for kind in [MessageKind::Event, MessageKind::Command] {
-                if self.worker_enabled(kind.inbox()) {
-                    let subscription =
-                        transport.subscribe(kind, sink.clone()).await.map_err(|e| {
-                            Error::Worker {
-                                worker: format!("{} receiver", transport.name()),
-                                reason: e.to_string(),
-                            }
-                        })?;
-                    subscriptions.push(subscription);
+                if !self.worker_enabled(kind.inbox()) || !self.shared.registry.has(kind) {
+                    continue;
+                }
+                let addresses = match kind {
+                    MessageKind::Event => self.shared.registry.types(kind),
+                    MessageKind::Command => vec![routing.own_topic()?.to_owned()],
+                };
+                let request = SubscribeRequest {
+                    kind,
+                    service: routing.service().to_owned(),
+                    addresses,
+                    batch_size: self.shared.config.group(kind.inbox().group()).batch_size,
+                };
+                match transport.subscribe(request, sink.clone()).await {
+                    Ok(subscription) => subscriptions.push(subscription),
+                    Err(error) => {
+                        for subscription in subscriptions {
+                            subscription.stop().await;
+                        }
+                        let _ = stop.send(true);
+                        while tasks.join_next().await.is_some() {}
+                        return Err(Error::Worker {
+                            worker: format!("{} receiver", transport.name()),
+                            reason: error.to_string(),
+                        });
+                    }
                 }
             }
         }

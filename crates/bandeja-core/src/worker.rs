@@ -193,6 +193,9 @@ pub(crate) async fn run<S: Store>(
         if let Ok(n) = result {
             tracing::debug!(box = %box_kind, claimed = n, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "cycle");
         }
+        // After a failed cycle (database or broker unreachable) commits do not cut the
+        // backoff short: every emission would otherwise start another doomed cycle.
+        let listen = result.is_ok();
         let pause = match result {
             Ok(0) => {
                 failures = 0;
@@ -212,7 +215,7 @@ pub(crate) async fn run<S: Store>(
         };
         tokio::select! {
             () = stopped(&mut shutdown) => break,
-            _ = wake.changed() => {}
+            _ = wake.changed(), if listen => {}
             () = tokio::time::sleep(pause) => {}
         }
     }

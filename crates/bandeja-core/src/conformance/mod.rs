@@ -15,6 +15,7 @@ use crate::tenant::TenantId;
 pub mod admin;
 pub mod completion;
 pub mod runtime;
+pub mod transport;
 
 /// The payload the suite emits.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -764,6 +764,7 @@ pub async fn broker_path_acknowledges_after_storing_and_absorbs_redeliveries<S: 
     let transport = crate::transport::direct::DirectTransport::new().redelivering(2);
     let bandeja = Bandeja::builder(store.clone())
         .config(fast_config())
+        .service("svc")
         .transport(Arc::new(transport))
         .on_event::<Ping, _>("s", recorder.clone())
         .build()

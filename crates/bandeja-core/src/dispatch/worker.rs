@@ -10,7 +10,7 @@ use crate::record::{BoxKind, MessageKind, StoredMessage};
 use crate::runtime::Shared;
 use crate::store::{Delivery, Outcome, Resolution, Store};
 use crate::telemetry;
-use crate::transport::TransportErrorKind;
+use crate::transport::{routing, wire, Outgoing, TransportError, TransportErrorKind};
 use crate::worker::Claimed;
 
 /// Runs one cycle on `box_kind` (an outbox). Returns how many rows were claimed.
@@ -134,54 +134,94 @@ async fn move_to_inbox<S: Store>(
 }
 
 /// External transport: publish with acknowledgements, then write every outcome in one go.
+/// A command with no route fails at once (retrying cannot help); messages the broker did
+/// not take because it is unreachable go back to PENDING without spending a retry, and if
+/// none got through the cycle reports the outage so the worker backs off.
 async fn publish<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
     token: &str,
     claimed: &[StoredMessage],
 ) -> Result<()> {
-    let Some(transport) = &shared.transport else {
+    let (Some(transport), Some(routing)) = (&shared.transport, &shared.routing) else {
         return Ok(());
     };
     let config = shared.config.group(box_kind.group());
+    let partitions = transport.partitions();
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; claimed.len()];
+    let mut outgoing = Vec::with_capacity(claimed.len());
+    let mut sent = Vec::with_capacity(claimed.len());
+    for (index, message) in claimed.iter().enumerate() {
+        if let Some(outcome) = attempt::exhausted_by_crashes(message, config) {
+            outcomes[index] = Some(outcome);
+            continue;
+        }
+        match routing.address(&message.record) {
+            Ok(address) => {
+                outgoing.push(Outgoing {
+                    record: &message.record,
+                    address,
+                    partition: routing::partition_of(&message.record, partitions),
+                    body: wire::encode(&message.record, Some(routing.service())),
+                });
+                sent.push(index);
+            }
+            Err(no_route) => {
+                let _span = span(message).entered();
+                tracing::warn!(error = %no_route, "command not published");
+                outcomes[index] = Some(attempt::failure(
+                    message,
+                    config,
+                    FailureKind::Permanent,
+                    no_route.to_string(),
+                ));
+            }
+        }
+    }
     // A broker that does not answer within the publish timeout counts as unavailable.
     let timeout = config.handler_timeout.min(config.lock_at_most_for);
-    let results = tokio::time::timeout(timeout, transport.publish(box_kind.kind(), claimed))
+    let results = tokio::time::timeout(timeout, transport.publish(box_kind.kind(), &outgoing))
         .await
         .unwrap_or_default();
-    let outcomes: Vec<Outcome> = claimed
-        .iter()
-        .zip(results.into_iter().chain(std::iter::repeat_with(|| {
-            Err(crate::transport::TransportError {
-                kind: TransportErrorKind::Unavailable,
-                source: "the transport returned fewer results than messages".into(),
-            })
-        })))
-        .map(|(message, result)| {
-            let _span = span(message).entered();
-            match result {
-                Ok(()) => {
-                    tracing::debug!("published");
-                    attempt::success(message)
-                }
-                Err(e) if e.kind == TransportErrorKind::Unavailable => {
-                    tracing::debug!(error = %e, "transport unavailable: released");
-                    Outcome {
-                        id: message.record.id,
-                        subscriber: None,
-                        resolution: Resolution::Release,
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "publish failed");
-                    attempt::failure(message, config, FailureKind::Retriable, e.to_string())
+    let mut results = results.into_iter();
+    let mut unavailable = 0usize;
+    let mut last_outage = None;
+    for index in sent {
+        let message = &claimed[index];
+        let _span = span(message).entered();
+        let result = results.next().unwrap_or_else(|| {
+            Err(TransportError::unavailable(
+                "no acknowledgement within the publish timeout",
+            ))
+        });
+        outcomes[index] = Some(match result {
+            Ok(()) => {
+                tracing::debug!("published");
+                attempt::success(message)
+            }
+            Err(e) if e.kind == TransportErrorKind::Unavailable => {
+                tracing::debug!(error = %e, "transport unavailable: released");
+                unavailable += 1;
+                last_outage = Some(e);
+                Outcome {
+                    id: message.record.id,
+                    subscriber: None,
+                    resolution: Resolution::Release,
                 }
             }
-        })
-        .collect();
+            Err(e) => {
+                tracing::warn!(error = %e, "publish failed");
+                attempt::failure(message, config, FailureKind::Retriable, e.to_string())
+            }
+        });
+    }
+    let outcomes: Vec<Outcome> = outcomes.into_iter().flatten().collect();
     shared.store.resolve(box_kind, token, &outcomes).await?;
     telemetry::dispatched(box_kind, claimed, &outcomes);
-    Ok(())
+    match last_outage {
+        Some(outage) if unavailable == outgoing.len() => Err(outage.into()),
+        _ => Ok(()),
+    }
 }
 
 /// The tracing span of one publication.

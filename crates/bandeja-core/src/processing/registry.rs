@@ -134,6 +134,23 @@ impl<S: Store> Registry<S> {
         self.by_type.keys().any(|(k, _)| *k == kind)
     }
 
+    /// Whether any subscriber (of any tenant) takes `message_type`.
+    pub(crate) fn has_type(&self, kind: MessageKind, message_type: &str) -> bool {
+        self.by_type.contains_key(&(kind, message_type.to_owned()))
+    }
+
+    /// The message types of `kind` that have subscribers, sorted.
+    pub(crate) fn types(&self, kind: MessageKind) -> Vec<String> {
+        let mut types: Vec<String> = self
+            .by_type
+            .keys()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, t)| t.clone())
+            .collect();
+        types.sort();
+        types
+    }
+
     /// Every route of `kind`: (message type, subscriber, tenant filter).
     pub(crate) fn routes(&self, kind: MessageKind) -> Vec<crate::store::Route> {
         let mut routes: Vec<crate::store::Route> = self

@@ -78,10 +78,22 @@ pub(crate) fn handler_for<S: Store>(
     {
         Some(registered) => Ok(registered.handler.clone()),
         None => {
-            let error = format!(
-                "no subscriber `{subscriber}` for `{}` is registered in this process: register it again, or retry the message after deploying it",
-                message.record.message_type
-            );
+            let error = if subscriber == crate::transport::wire::REJECTED_SUBSCRIBER {
+                // Stored by reception for a body no local handler can take; the reason
+                // travels in a header.
+                message
+                    .record
+                    .headers
+                    .extra
+                    .get(crate::transport::wire::REJECTED_HEADER)
+                    .cloned()
+                    .unwrap_or_else(|| "rejected on reception".to_owned())
+            } else {
+                format!(
+                    "no subscriber `{subscriber}` for `{}` is registered in this process: register it again, or retry the message after deploying it",
+                    message.record.message_type
+                )
+            };
             Err(attempt::failure(
                 message,
                 config,

@@ -1,23 +1,40 @@
-//! A transport without a broker: `publish` hands each message straight to every subscribed
-//! [`InboxSink`] and acknowledges only once each sink has stored it. It exercises the
-//! broker path (publish with acknowledgement → reception with dedup → processing) inside
-//! one process — for tests, and for several services sharing a process but not a database.
+//! A transport without a broker: `publish` hands each message's encoded body straight to
+//! the subscribed [`InboxSink`]s whose addresses match and acknowledges only once they have
+//! stored it. It runs the broker path (wire encoding, routing, publish with
+//! acknowledgement → reception with dedup → processing) inside one process — for tests, and
+//! for several services sharing a process but not a database.
+//!
+//! Like a broker's durable consumer, one subscription per service receives a message (the
+//! first one subscribed); a command whose topic nobody consumes yet is not acknowledged
+//! (the dispatcher retries it later), an event nobody subscribes to is dropped.
 
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
 use crate::reception::InboxSink;
-use crate::record::{MessageKind, MessageRecord, StoredMessage};
-use crate::transport::{Subscription, Transport, TransportError, TransportErrorKind};
+use crate::record::MessageKind;
+use crate::transport::{Outgoing, SubscribeRequest, Subscription, Transport, TransportError};
 
-type Sinks = Arc<Mutex<Vec<(u64, MessageKind, Arc<dyn InboxSink>)>>>;
+struct Subscribed {
+    id: u64,
+    request: SubscribeRequest,
+    sink: Arc<dyn InboxSink>,
+}
+
+type Sinks = Arc<Mutex<Vec<Subscribed>>>;
 
 /// The broker-less transport. Clones share their subscribers.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct DirectTransport {
     sinks: Sinks,
     deliveries_per_publish: usize,
+}
+
+impl Default for DirectTransport {
+    fn default() -> Self {
+        DirectTransport::new()
+    }
 }
 
 impl DirectTransport {
@@ -37,24 +54,33 @@ impl DirectTransport {
         self
     }
 
-    fn sinks_for(&self, kind: MessageKind) -> Vec<Arc<dyn InboxSink>> {
-        self.sinks
-            .lock()
-            .map(|sinks| {
-                sinks
-                    .iter()
-                    .filter(|(_, k, _)| *k == kind)
-                    .map(|(_, _, s)| s.clone())
-                    .collect()
+    /// For each message, the sink that takes it per consuming service.
+    fn routes(
+        &self,
+        kind: MessageKind,
+        messages: &[Outgoing<'_>],
+    ) -> Vec<Vec<(u64, Arc<dyn InboxSink>)>> {
+        let Ok(sinks) = self.sinks.lock() else {
+            return messages.iter().map(|_| Vec::new()).collect();
+        };
+        messages
+            .iter()
+            .map(|message| {
+                let mut chosen: Vec<(&str, u64, Arc<dyn InboxSink>)> = Vec::new();
+                for s in sinks.iter().filter(|s| {
+                    s.request.kind == kind
+                        && s.request.addresses.iter().any(|a| a == message.address)
+                }) {
+                    if !chosen
+                        .iter()
+                        .any(|(service, _, _)| *service == s.request.service)
+                    {
+                        chosen.push((&s.request.service, s.id, s.sink.clone()));
+                    }
+                }
+                chosen.into_iter().map(|(_, id, sink)| (id, sink)).collect()
             })
-            .unwrap_or_default()
-    }
-}
-
-fn unavailable(error: impl std::fmt::Display) -> TransportError {
-    TransportError {
-        kind: TransportErrorKind::Unavailable,
-        source: error.to_string().into(),
+            .collect()
     }
 }
 
@@ -67,30 +93,59 @@ impl Transport for DirectTransport {
     async fn publish(
         &self,
         kind: MessageKind,
-        messages: &[StoredMessage],
+        messages: &[Outgoing<'_>],
     ) -> Vec<Result<(), TransportError>> {
-        let records: Vec<MessageRecord> = messages.iter().map(|m| m.record.clone()).collect();
-        let sinks = self.sinks_for(kind);
-        for _ in 0..self.deliveries_per_publish {
-            for sink in &sinks {
-                if let Err(error) = sink.accept(kind, &records).await {
-                    return messages.iter().map(|_| Err(unavailable(&error))).collect();
+        let routes = self.routes(kind, messages);
+        let mut results: Vec<Result<(), TransportError>> = messages
+            .iter()
+            .zip(&routes)
+            .map(|(message, sinks)| {
+                if sinks.is_empty() && kind == MessageKind::Command {
+                    Err(TransportError::unavailable(format!(
+                        "no service consumes topic `{}` yet",
+                        message.address
+                    )))
+                } else {
+                    Ok(())
+                }
+            })
+            .collect();
+        // One call per sink with its messages, in order.
+        let mut by_sink: Vec<(u64, Arc<dyn InboxSink>, Vec<usize>)> = Vec::new();
+        for (index, sinks) in routes.iter().enumerate() {
+            for (id, sink) in sinks {
+                match by_sink.iter_mut().find(|(i, _, _)| i == id) {
+                    Some((_, _, indexes)) => indexes.push(index),
+                    None => by_sink.push((*id, sink.clone(), vec![index])),
                 }
             }
         }
-        messages.iter().map(|_| Ok(())).collect()
+        for _ in 0..self.deliveries_per_publish {
+            for (_, sink, indexes) in &by_sink {
+                let bodies: Vec<&[u8]> = indexes
+                    .iter()
+                    .map(|i| messages[*i].body.as_slice())
+                    .collect();
+                if let Err(error) = sink.accept(kind, &bodies).await {
+                    for i in indexes {
+                        results[*i] = Err(TransportError::unavailable(error.to_string()));
+                    }
+                }
+            }
+        }
+        results
     }
 
     async fn subscribe(
         &self,
-        kind: MessageKind,
+        request: SubscribeRequest,
         sink: Arc<dyn InboxSink>,
     ) -> Result<Box<dyn Subscription>, TransportError> {
         let id = rand::random::<u64>();
         self.sinks
             .lock()
-            .map_err(unavailable)?
-            .push((id, kind, sink));
+            .map_err(|e| TransportError::unavailable(e.to_string()))?
+            .push(Subscribed { id, request, sink });
         Ok(Box::new(DirectSubscription {
             id,
             sinks: self.sinks.clone(),
@@ -107,7 +162,7 @@ struct DirectSubscription {
 impl Subscription for DirectSubscription {
     async fn stop(self: Box<Self>) {
         if let Ok(mut sinks) = self.sinks.lock() {
-            sinks.retain(|(id, _, _)| *id != self.id);
+            sinks.retain(|s| s.id != self.id);
         }
     }
 }

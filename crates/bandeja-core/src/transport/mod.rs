@@ -5,16 +5,23 @@
 //! serialization hop, no broker. A broker adapter instead publishes with acknowledgements
 //! and feeds received messages to an [`InboxSink`](crate::reception::InboxSink), which
 //! stores them (dedup by id) before the adapter acknowledges the broker.
+//!
+//! What every broker adapter shares lives here: the [`wire`] format, the [`routing`] of a
+//! message to an address and a partition, and the [`direct`] transport that runs the same
+//! path without a broker. The contract an adapter must meet is the transport conformance
+//! suite (`conformance::transport`, feature `conformance`).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 pub mod direct;
+pub mod routing;
+pub mod wire;
 
 use crate::error::BoxError;
 use crate::reception::InboxSink;
-use crate::record::{MessageKind, StoredMessage};
+use crate::record::{MessageKind, MessageRecord};
 
 /// Why a publish did not count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +45,36 @@ pub struct TransportError {
     pub source: BoxError,
 }
 
+/// One message to publish: the record (for the broker's own headers: message id for
+/// dedup, type, correlation id, `traceparent`), where it goes and its encoded body.
+#[derive(Debug, Clone)]
+pub struct Outgoing<'a> {
+    /// The message.
+    pub record: &'a MessageRecord,
+    /// An event's type, or a command's topic (see [`routing`]).
+    pub address: &'a str,
+    /// Its partition, below [`Transport::partitions`].
+    pub partition: u16,
+    /// The [`wire`] encoding of the message.
+    pub body: Vec<u8>,
+}
+
+/// What a service consumes from the broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscribeRequest {
+    /// Events or commands.
+    pub kind: MessageKind,
+    /// The consuming service (durable consumers and queues are named after it, so the
+    /// processes of one service share them).
+    pub service: String,
+    /// The addresses to consume: the event types this service has subscribers for, or the
+    /// one topic its commands arrive on.
+    pub addresses: Vec<String>,
+    /// How many messages to take from the broker and store in one inbox transaction (and
+    /// to have unacknowledged at once, per partition).
+    pub batch_size: usize,
+}
+
 /// A running subscription; dropping it does not stop it, [`Subscription::stop`] does.
 #[async_trait]
 pub trait Subscription: Send {
@@ -46,24 +83,51 @@ pub trait Subscription: Send {
 }
 
 /// A message broker adapter.
+///
+/// Publishing: `Ok` only once the broker acknowledged the message (persisted). Receiving:
+/// hand bodies to the [`InboxSink`] and acknowledge only what it stored; keep each
+/// partition in order (never store a later message of a partition before an earlier one).
 #[async_trait]
 pub trait Transport: Send + Sync + 'static {
     /// A short name for logs (`nats`, `amqp`).
     fn name(&self) -> &str;
 
-    /// Publishes a batch; one result per message, in order. `Ok` only once the broker
-    /// acknowledged the message.
+    /// How many partitions each address is split into (publishers and consumers of one
+    /// system must agree). Default 1.
+    fn partitions(&self) -> u16 {
+        1
+    }
+
+    /// Publishes a batch; one result per message, in order.
     async fn publish(
         &self,
         kind: MessageKind,
-        messages: &[StoredMessage],
+        messages: &[Outgoing<'_>],
     ) -> Vec<Result<(), TransportError>>;
 
-    /// Starts consuming messages of `kind` addressed to this service, handing each to `sink`
-    /// and acknowledging the broker only when the sink returned `Ok`.
+    /// Declares what the subscription needs (durably, idempotently) and starts consuming,
+    /// handing bodies to `sink` and acknowledging the broker only when it returned `Ok`.
     async fn subscribe(
         &self,
-        kind: MessageKind,
+        request: SubscribeRequest,
         sink: Arc<dyn InboxSink>,
     ) -> Result<Box<dyn Subscription>, TransportError>;
+}
+
+impl TransportError {
+    /// An unavailable broker (retried later without spending retries).
+    pub fn unavailable(source: impl Into<BoxError>) -> Self {
+        TransportError {
+            kind: TransportErrorKind::Unavailable,
+            source: source.into(),
+        }
+    }
+
+    /// A message the broker refused (counts as a failed attempt).
+    pub fn rejected(source: impl Into<BoxError>) -> Self {
+        TransportError {
+            kind: TransportErrorKind::Rejected,
+            source: source.into(),
+        }
+    }
 }

@@ -27,3 +27,26 @@ mod runtime {
     use super::fresh_store;
     bandeja_core::runtime_conformance_tests!(fresh_store);
 }
+
+/// The transport conformance suite on the direct (broker-less) transport: the services of
+/// one test share one `DirectTransport` per namespace.
+mod direct_transport {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use bandeja_core::transport::direct::DirectTransport;
+    use bandeja_core::transport::Transport;
+
+    use super::fresh_store;
+
+    async fn direct(namespace: String) -> Arc<dyn Transport> {
+        static SHARED: OnceLock<Mutex<HashMap<String, DirectTransport>>> = OnceLock::new();
+        let mut shared = SHARED
+            .get_or_init(Mutex::default)
+            .lock()
+            .expect("transports");
+        Arc::new(shared.entry(namespace).or_default().clone())
+    }
+
+    bandeja_core::transport_conformance_tests!(fresh_store, direct);
+}
