@@ -25,6 +25,22 @@ pub(crate) enum Mode {
 pub(crate) enum TransportKind {
     /// The in-process default.
     InProcess,
+    /// NATS JetStream: the benchmark's service publishes to the broker and consumes its own
+    /// events back (commit → outbox → JetStream → inbox → handler).
+    Nats,
+    /// RabbitMQ, the same way.
+    Amqp,
+}
+
+impl TransportKind {
+    /// The flag value.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            TransportKind::InProcess => "in-process",
+            TransportKind::Nats => "nats",
+            TransportKind::Amqp => "amqp",
+        }
+    }
 }
 
 /// bandeja's benchmark.
@@ -43,6 +59,17 @@ pub(crate) struct Args {
     /// The transport.
     #[arg(long, value_enum, default_value = "in-process")]
     pub(crate) transport: TransportKind,
+    /// The broker's address (default: nats://127.0.0.1:4222, or
+    /// amqp://guest:guest@127.0.0.1:5672/%2f).
+    #[arg(long)]
+    pub(crate) broker_url: Option<String>,
+    /// Broker names (streams, exchanges, queues) start with this (default: a fresh
+    /// `bench<hex>` per run).
+    #[arg(long)]
+    pub(crate) broker_prefix: Option<String>,
+    /// Partitions per address on the broker.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) partitions: u16,
     /// What to measure.
     #[arg(long, value_enum, default_value = "drain")]
     pub(crate) mode: Mode,

@@ -4,7 +4,13 @@
 //! cargo run --release -p bandeja-bench -- --store sqlite --mode drain --messages 20000
 //! cargo run --release -p bandeja-bench -- --store postgres --mode live --rate 200 --seconds 20
 //! cargo run --release -p bandeja-bench -- --store postgres --mode drain --messages 100000 --processes 3
+//! cargo run --release -p bandeja-bench -- --store postgres --transport nats --mode drain
+//! cargo run --release -p bandeja-bench -- --store postgres --transport amqp --mode live --rate 500
 //! ```
+//!
+//! With `--transport nats|amqp` the benchmark's service publishes its events to the broker
+//! and consumes them back into its inbox (one database, one broker hop each way), so the
+//! figures include the hop: publish with acknowledgement, delivery, inbox insert, ack.
 //!
 //! Each run prints progress on stderr and one JSON line with the figures on stdout.
 
@@ -24,7 +30,10 @@ async fn main() {
         )
         .with_writer(std::io::stderr)
         .init();
-    let args = args::Args::parse();
+    let mut args = args::Args::parse();
+    if args.broker_prefix.is_none() {
+        args.broker_prefix = Some(format!("bench{:08x}", rand::random::<u32>()));
+    }
     if let Err(error) = run::run(args).await {
         eprintln!("bandeja-bench: {error}");
         std::process::exit(1);

@@ -1,13 +1,15 @@
 //! Sets up the store, runs the chosen mode, prints the figures.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bandeja::postgres::PgStore;
 use bandeja::sqlite::SqliteStore;
+use bandeja::transport::Transport;
 use bandeja::{Bandeja, Config, Event, Group, HandlerTransaction, MessageRecord, Running};
 
-use crate::args::{Args, Mode, StoreKind};
+use crate::args::{Args, Mode, StoreKind, TransportKind};
 use crate::db::{BenchDb, BoxError};
 use crate::handler::{now_us, BenchPing, Effect};
 
@@ -70,13 +72,52 @@ fn config(args: &Args) -> Result<Config, BoxError> {
     Ok(config)
 }
 
+/// The broker transport of `--transport`, `None` for the in-process default.
+async fn transport(args: &Args) -> Result<Option<Arc<dyn Transport>>, BoxError> {
+    let prefix = args
+        .broker_prefix
+        .clone()
+        .ok_or("the broker prefix is chosen before the workers start")?;
+    Ok(match args.transport {
+        TransportKind::InProcess => None,
+        TransportKind::Nats => {
+            let mut options = bandeja::nats::NatsOptions {
+                prefix,
+                partitions: args.partitions,
+                ..Default::default()
+            };
+            if let Some(url) = &args.broker_url {
+                options.url.clone_from(url);
+            }
+            Some(Arc::new(
+                bandeja::nats::NatsTransport::connect(options).await?,
+            ))
+        }
+        TransportKind::Amqp => {
+            let mut options = bandeja::amqp::AmqpOptions {
+                prefix,
+                partitions: args.partitions,
+                ..Default::default()
+            };
+            if let Some(url) = &args.broker_url {
+                options.url.clone_from(url);
+            }
+            Some(Arc::new(
+                bandeja::amqp::AmqpTransport::connect(options).await?,
+            ))
+        }
+    })
+}
+
 async fn start_workers<S: BenchDb>(store: &S, args: &Args) -> Result<Running, BoxError> {
-    let bandeja = Bandeja::builder(store.clone())
+    let mut builder = Bandeja::builder(store.clone())
         .config(config(args)?)
         .handler_concurrency(args.concurrency)
-        .on_event_batch::<BenchPing, _>("bench", Effect(store.clone(), PhantomData))
-        .build()?;
-    Ok(bandeja.start().await?)
+        .on_event_batch::<BenchPing, _>("bench", Effect(store.clone(), PhantomData));
+    if let Some(transport) = transport(args).await? {
+        builder = builder.service("bench").transport(transport);
+    }
+    Ok(builder.build()?.start().await?)
 }
 
 /// The worker processes of `--processes N` (killed when dropped).
@@ -101,7 +142,15 @@ fn spawn_children(args: &Args, url: &str, schema: Option<&str>) -> Result<Childr
             .args(["--batch-size", &args.batch_size.to_string()])
             .args(["--concurrency", &args.concurrency.to_string()])
             .args(["--handler-transaction", &args.handler_transaction])
+            .args(["--transport", args.transport.name()])
+            .args(["--partitions", &args.partitions.to_string()])
             .kill_on_drop(true);
+        if let Some(prefix) = &args.broker_prefix {
+            command.args(["--broker-prefix", prefix]);
+        }
+        if let Some(url) = &args.broker_url {
+            command.args(["--broker-url", url]);
+        }
         if let Some(schema) = schema {
             command.args(["--schema", schema]);
         }
@@ -260,7 +309,7 @@ fn report(
     };
     let mut line = serde_json::json!({
         "store": format!("{:?}", args.store).to_lowercase(),
-        "transport": "in-process",
+        "transport": args.transport.name(),
         "mode": mode,
         "messages": messages,
         "processes": args.processes.max(1),

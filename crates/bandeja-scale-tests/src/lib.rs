@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bandeja::postgres::PgStore;
-use bandeja::{Config, Event, EventHandler, HandlerContext, HandlerError, Payload};
+use bandeja::{
+    Command, CommandHandler, Config, Event, EventHandler, HandlerContext, HandlerError, Payload,
+};
 use sqlx::PgPool;
 
 /// The two subscribers of [`Tick`]: each gets its own inbox row, hence its own effect row.
@@ -34,6 +36,17 @@ pub struct Tick {
 
 impl Payload for Tick {
     const TYPE: &'static str = "scale.Tick";
+}
+
+/// The command of the two-services tests (sent by the producer, handled by the consumer).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Fulfil {
+    /// Emission number.
+    pub n: u64,
+}
+
+impl Payload for Fulfil {
+    const TYPE: &'static str = "scale.Fulfil";
 }
 
 /// The DDL of the test's own tables in `schema` (a plain identifier, as `PgStore` requires):
@@ -131,27 +144,25 @@ impl EffectWriter {
     }
 }
 
-#[async_trait]
-impl EventHandler<PgStore, Tick> for EffectWriter {
-    async fn handle(
+impl EffectWriter {
+    /// Inserts the effect row of `(id, subscriber)` in the handler's transaction, or
+    /// records a violation if it exists already.
+    async fn apply(
         &self,
         ctx: &mut HandlerContext<'_, PgStore>,
-        event: Event<Tick>,
+        id: uuid::Uuid,
+        key: &str,
+        n: u64,
     ) -> Result<(), HandlerError> {
         if self.fail_rate > 0.0 && rand::random::<f64>() < self.fail_rate {
             return Err(HandlerError::retriable("injected failure (--fail-rate)"));
         }
         let subscriber = ctx.subscriber().to_owned();
-        let key = event
-            .partition_key
-            .clone()
-            .or_else(|| event.aggregate_id.clone())
-            .unwrap_or_default();
-        let n = i64::try_from(event.payload.n).map_err(HandlerError::permanent)?;
+        let n = i64::try_from(n).map_err(HandlerError::permanent)?;
         let seq: Option<i64> = sqlx::query_scalar(&self.insert_effect)
-            .bind(event.id.0)
+            .bind(id)
             .bind(&subscriber)
-            .bind(&key)
+            .bind(key)
             .bind(n)
             .bind(&self.worker)
             .fetch_optional(ctx.conn())
@@ -160,7 +171,7 @@ impl EventHandler<PgStore, Tick> for EffectWriter {
             // Recorded outside the handler's transaction, so it stays whatever happens to
             // it. If it cannot be recorded, the attempt fails and the retry records it.
             sqlx::query(&self.insert_violation)
-                .bind(event.id.0)
+                .bind(id)
                 .bind(&subscriber)
                 .bind(&self.worker)
                 .execute(&self.pool)
@@ -169,11 +180,39 @@ impl EventHandler<PgStore, Tick> for EffectWriter {
                     HandlerError::retriable(format!("could not record a violation: {e}"))
                 })?;
             eprintln!(
-                "scale-worker {}: VIOLATION: message {} applied again for {subscriber}",
-                self.worker, event.id.0
+                "scale-worker {}: VIOLATION: message {id} applied again for {subscriber}",
+                self.worker
             );
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl EventHandler<PgStore, Tick> for EffectWriter {
+    async fn handle(
+        &self,
+        ctx: &mut HandlerContext<'_, PgStore>,
+        event: Event<Tick>,
+    ) -> Result<(), HandlerError> {
+        let key = event
+            .partition_key
+            .clone()
+            .or_else(|| event.aggregate_id.clone())
+            .unwrap_or_default();
+        self.apply(ctx, event.id.0, &key, event.payload.n).await
+    }
+}
+
+#[async_trait]
+impl CommandHandler<PgStore, Fulfil> for EffectWriter {
+    async fn handle(
+        &self,
+        ctx: &mut HandlerContext<'_, PgStore>,
+        command: Command<Fulfil>,
+    ) -> Result<(), HandlerError> {
+        let key = command.partition_key.clone().unwrap_or_default();
+        self.apply(ctx, command.id.0, &key, command.payload.n).await
     }
 }
 

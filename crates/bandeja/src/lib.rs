@@ -7,7 +7,8 @@
 //! effect.
 //!
 //! This facade re-exports the core ([`bandeja_core`]) and the store adapters behind cargo
-//! features: `sqlite` (default, the embedded store) and `postgres`.
+//! features: `sqlite` (default, the embedded store) and `postgres`; and the broker
+//! transports: `nats` (NATS JetStream) and `amqp` (RabbitMQ).
 //!
 //! ```no_run
 //! use bandeja::prelude::*;
@@ -53,6 +54,18 @@ pub mod sqlite {
 #[cfg(feature = "postgres")]
 pub mod postgres {
     pub use bandeja_postgres::*;
+}
+
+/// The NATS JetStream transport (feature `nats`).
+#[cfg(feature = "nats")]
+pub mod nats {
+    pub use bandeja_nats::*;
+}
+
+/// The RabbitMQ transport (feature `amqp`).
+#[cfg(feature = "amqp")]
+pub mod amqp {
+    pub use bandeja_amqp::*;
 }
 
 /// The names most applications use.

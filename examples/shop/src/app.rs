@@ -6,6 +6,8 @@
 //! | `GET /orders/{id}` | the order, or 404 |
 //! | `GET /stock/{sku}` | `{"sku": ..., "available": ...}`, or 404 |
 //! | `GET /products` | the catalog |
+//!
+//! A process running one service ([`Service`]) serves that service's routes only.
 
 use axum::routing::{get, post};
 use axum::Router;
@@ -13,6 +15,7 @@ use axum::Router;
 use bandeja::Outbox;
 
 use crate::error::ApiError;
+use crate::messaging::Service;
 use crate::{catalog, inventory, order, ShopDb};
 
 /// What the request handlers share: the database and the outbox handle.
@@ -34,13 +37,19 @@ impl<D: ShopDb> AppState<D> {
     }
 }
 
-/// The shop's routes.
-pub fn router<D: ShopDb>(state: AppState<D>) -> Router {
-    Router::new()
-        .route("/orders", post(order::http::create::<D>))
-        .route("/orders/{id}", get(order::http::get::<D>))
-        .route("/stock/{sku}", get(inventory::http::stock::<D>))
-        .route("/products", get(catalog::http::list::<D>))
+/// The routes of the modules `service` runs.
+pub fn router<D: ShopDb>(state: AppState<D>, service: Service) -> Router {
+    let mut router = Router::new();
+    if service.runs(Service::Order) {
+        router = router
+            .route("/orders", post(order::http::create::<D>))
+            .route("/orders/{id}", get(order::http::get::<D>))
+            .route("/products", get(catalog::http::list::<D>));
+    }
+    if service.runs(Service::Inventory) {
+        router = router.route("/stock/{sku}", get(inventory::http::stock::<D>));
+    }
+    router
         .fallback(|| async { ApiError::not_found("no such route") })
         .with_state(state)
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use shop::server::{self, Settings, StartError};
+use shop::messaging::Service;
+use shop::server::{self, NatsSettings, Settings, StartError};
 
 /// The bandeja shop example: order, inventory and notification modules exchanging events
 /// through a transactional outbox and idempotent inboxes.
@@ -26,6 +27,20 @@ struct Args {
     /// Pause of the notification handler before it writes, e.g. `20s` (crash demo).
     #[arg(long, env = "SHOP_NOTIFICATION_DELAY", value_parser = shop::config::parse_delay)]
     notification_delay: Option<Duration>,
+
+    /// Which part of the shop to run: `all` (one process), or one service (`order`,
+    /// `inventory`, `notification`) with its own database, meeting the others on NATS.
+    #[arg(long, env = "SHOP_SERVICE", value_enum, default_value = "all")]
+    service: Service,
+
+    /// NATS server the services exchange events through (JetStream), e.g.
+    /// `nats://127.0.0.1:4222`. Without it, the in-process transport.
+    #[arg(long, env = "SHOP_NATS_URL")]
+    nats: Option<String>,
+
+    /// Stream and subject names on NATS start with this.
+    #[arg(long, env = "SHOP_NATS_PREFIX", default_value = "shop")]
+    nats_prefix: String,
 }
 
 fn init_logging() {
@@ -44,6 +59,11 @@ async fn run(args: Args) -> Result<(), StartError> {
     let settings = Settings {
         listen: args.listen,
         notification_delay: args.notification_delay.unwrap_or(Duration::ZERO),
+        service: args.service,
+        nats: args.nats.map(|url| NatsSettings {
+            url,
+            prefix: args.nats_prefix,
+        }),
     };
     let scheme = args.database.split(':').next().unwrap_or_default();
     match scheme {

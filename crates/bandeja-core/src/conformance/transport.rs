@@ -640,6 +640,10 @@ pub async fn bad_bodies_are_stored_failed_and_do_not_block<S: Inspect>(h: Harnes
     });
     let consumer = consumer.start().await.expect("start the consumer");
     let transport = h.transport().await;
+    // Each body under a record of its own (its own message id: brokers dedup by it).
+    let carriers: Vec<MessageRecord> = (10..14)
+        .map(|n| MessageRecord::from_event(&Event::new("Ping", "k", Ping { n })).expect("record"))
+        .collect();
     let good = MessageRecord::from_event(&Event::new("Ping", "k", Ping { n: 1 })).expect("record");
     let mut unknown =
         MessageRecord::from_event(&Event::new("Ping", "k", Ping { n: 2 })).expect("record");
@@ -656,8 +660,9 @@ pub async fn bad_bodies_are_stored_failed_and_do_not_block<S: Inspect>(h: Harnes
     ];
     let outgoing: Vec<Outgoing<'_>> = bodies
         .into_iter()
-        .map(|body| Outgoing {
-            record: &good,
+        .zip(carriers.iter().chain(std::iter::once(&good)))
+        .map(|(body, record)| Outgoing {
+            record,
             address: &good.message_type,
             partition: 0,
             body,

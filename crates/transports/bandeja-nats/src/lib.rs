@@ -1,0 +1,14 @@
+#![doc = include_str!("../README.md")]
+
+mod consume;
+mod error;
+mod names;
+mod options;
+mod publish;
+mod streams;
+mod transport;
+
+pub use error::{NatsError, OptionsError};
+pub use options::NatsOptions;
+pub use publish::{CORRELATION_HEADER, SOURCE_SERVICE_HEADER, TRACEPARENT_HEADER, TYPE_HEADER};
+pub use transport::NatsTransport;

@@ -1,0 +1,155 @@
+//! What the test files share: a fresh SQLite store per service, the real server's address,
+//! and a guard that deletes a test's streams when its last transport is dropped.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bandeja_core::reception::InboxSink;
+use bandeja_core::transport::{
+    Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
+};
+use bandeja_core::{MessageKind, Store};
+use bandeja_nats::{NatsOptions, NatsTransport};
+use bandeja_sqlite::SqliteStore;
+
+/// The server every test talks to (a test fails when it is not there).
+pub(crate) const URL: &str = "nats://127.0.0.1:4222";
+
+/// Deletes the temporary directory when the test ends.
+pub(crate) struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh, migrated SQLite store in its own directory.
+pub(crate) async fn fresh_store() -> (SqliteStore, TempDir) {
+    let dir = std::env::temp_dir().join(format!("bandeja-nats-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let url = format!("sqlite://{}", dir.join("boxes.db").display());
+    let store = SqliteStore::connect(&url).await.expect("open");
+    store.migrate().await.expect("migrate");
+    (store, TempDir(dir))
+}
+
+/// The options of a test: its own prefix, short waits.
+pub(crate) fn options(prefix: &str) -> NatsOptions {
+    NatsOptions::new(URL)
+        .prefix(prefix)
+        .partitions(4)
+        .ack_wait(Duration::from_secs(2))
+        .fetch_wait(Duration::from_millis(200))
+        .max_age(Duration::from_secs(60 * 60))
+}
+
+/// A fresh prefix.
+pub(crate) fn namespace() -> String {
+    format!("n{:08x}", rand_u32())
+}
+
+fn rand_u32() -> u32 {
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+}
+
+/// Deletes the two streams of a prefix when dropped (on a thread of its own: `Drop` cannot
+/// await, and the test's runtime may be ending).
+pub(crate) struct Streams {
+    names: [String; 2],
+}
+
+impl Streams {
+    pub(crate) fn of(transport: &NatsTransport) -> Self {
+        Streams {
+            names: [
+                transport.stream(MessageKind::Event),
+                transport.stream(MessageKind::Command),
+            ],
+        }
+    }
+}
+
+impl Drop for Streams {
+    fn drop(&mut self) {
+        let names = self.names.clone();
+        let cleanup = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                let Ok(client) = async_nats::connect(URL).await else {
+                    return;
+                };
+                let jetstream = async_nats::jetstream::new(client);
+                for name in names {
+                    let _ = jetstream.delete_stream(&name).await;
+                }
+            });
+        });
+        let _ = cleanup.join();
+    }
+}
+
+/// A transport that keeps its namespace's [`Streams`] guard: the streams go when the
+/// test's last transport does.
+pub(crate) struct Guarded {
+    inner: NatsTransport,
+    _streams: Arc<Streams>,
+}
+
+/// The transport of a namespace, sharing one cleanup guard per namespace.
+pub(crate) async fn guarded(namespace: String) -> Arc<dyn Transport> {
+    static GUARDS: OnceLock<Mutex<HashMap<String, Weak<Streams>>>> = OnceLock::new();
+    let inner = NatsTransport::connect(options(&namespace))
+        .await
+        .expect("connect to NATS at 127.0.0.1:4222 (nats-server -js)");
+    let streams = {
+        let mut guards = GUARDS.get_or_init(Mutex::default).lock().expect("guards");
+        guards.retain(|_, guard| guard.strong_count() > 0);
+        match guards.get(&namespace).and_then(Weak::upgrade) {
+            Some(streams) => streams,
+            None => {
+                let streams = Arc::new(Streams::of(&inner));
+                guards.insert(namespace, Arc::downgrade(&streams));
+                streams
+            }
+        }
+    };
+    Arc::new(Guarded {
+        inner,
+        _streams: streams,
+    })
+}
+
+#[async_trait]
+impl Transport for Guarded {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn partitions(&self) -> u16 {
+        self.inner.partitions()
+    }
+    async fn publish(
+        &self,
+        kind: MessageKind,
+        messages: &[Outgoing<'_>],
+    ) -> Vec<Result<(), TransportError>> {
+        self.inner.publish(kind, messages).await
+    }
+    async fn subscribe(
+        &self,
+        request: SubscribeRequest,
+        sink: Arc<dyn InboxSink>,
+    ) -> Result<Box<dyn Subscription>, TransportError> {
+        self.inner.subscribe(request, sink).await
+    }
+}
