@@ -207,7 +207,12 @@ pub(crate) async fn run<S: Store>(
             }
             Err(error) => {
                 failures = failures.saturating_add(1);
-                tracing::warn!(box = %box_kind, %error, failures, "worker cycle failed; retrying after the polling interval");
+                // A long outage logs at failures 1, 2, 4, 8, … rather than every cycle.
+                if failures.is_power_of_two() {
+                    tracing::warn!(box = %box_kind, %error, failures, "worker cycle failed; retrying with backoff (at most the polling interval)");
+                } else {
+                    tracing::debug!(box = %box_kind, %error, failures, "worker cycle failed again");
+                }
                 config
                     .polling_interval
                     .min(Duration::from_millis(100) * 2u32.saturating_pow(failures.min(10)))

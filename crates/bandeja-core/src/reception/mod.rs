@@ -6,7 +6,7 @@
 //! neither lost nor allowed to block the consumer: it is stored as an inbox row of the
 //! subscriber [`REJECTED_SUBSCRIBER`](crate::transport::wire::REJECTED_SUBSCRIBER) with the
 //! reason in a header, and the inbox worker marks it FAILED with that reason, where
-//! operators see it (`bandeja list --status FAILED`).
+//! operators see it (`bandeja messages list --status failed`).
 
 use std::sync::Arc;
 

@@ -15,10 +15,16 @@ use crate::names;
 use crate::options::{redacted, AmqpOptions};
 
 /// The validated options with the parsed URI, shared by the publisher and subscriptions.
-#[derive(Debug)]
 pub(crate) struct Settings {
     pub(crate) options: AmqpOptions,
     pub(crate) uri: AMQPUri,
+}
+
+impl std::fmt::Debug for Settings {
+    // The URI holds the password: show the options, whose `Debug` leaves it out.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.options.fmt(f)
+    }
 }
 
 /// The first pause between two reconnection attempts.

@@ -25,6 +25,12 @@ pub enum AmqpError {
         #[source]
         source: lapin::Error,
     },
+    /// A consumer's channel stopped being connected while it waited for deliveries.
+    #[error("the channel consuming `{queue}` is no longer connected: consuming again")]
+    ChannelLost {
+        /// The queue.
+        queue: String,
+    },
     /// The broker did not accept the connection in time.
     #[error("cannot connect to RabbitMQ at {url}: no answer within {after:?}")]
     ConnectTimeout {

@@ -153,14 +153,25 @@ impl PartitionConsumer {
         let mut backoff = Backoff::new(self.settings.options.reconnect_max_backoff);
         let mut resuming = false; // the next start follows an interruption
         loop {
-            let error = match self.start().await {
+            // A broker that accepts the connection but never answers (one still booting)
+            // must not hold the partition forever: the whole start has a deadline.
+            let deadline = self.settings.options.connect_timeout.saturating_mul(2);
+            let started = tokio::time::timeout(deadline, self.start())
+                .await
+                .unwrap_or_else(|_| {
+                    Err(AmqpError::ConnectTimeout {
+                        url: crate::options::redacted(&self.settings.uri),
+                        after: deadline,
+                    })
+                });
+            let error = match started {
                 Ok((channel, consumer)) => {
                     if resuming {
                         tracing::info!(queue = %self.queue, "AMQP consumer resumed");
                     }
                     resuming = true;
                     backoff.reset();
-                    let end = self.consume(consumer).await;
+                    let end = self.consume(&channel, consumer).await;
                     let _ = channel.close(200, "bandeja: consumer done".into()).await;
                     match end {
                         End::Stopped => return,
@@ -211,13 +222,24 @@ impl PartitionConsumer {
     }
 
     /// Takes batches, stores them, acknowledges them; returns when stopped or broken.
-    async fn consume(&mut self, mut consumer: Consumer) -> End {
+    async fn consume(&mut self, channel: &Channel, mut consumer: Consumer) -> End {
         let batch_size = self.request.batch_size.max(1);
         loop {
-            let first = tokio::select! {
-                biased;
-                () = stopped(&mut self.stop) => return End::Stopped,
-                next = consumer.next() => next,
+            // A connection that died while this consumer waited does not always end its
+            // stream: check the channel every LIVENESS_CHECK and start over if it is gone.
+            let first = loop {
+                tokio::select! {
+                    biased;
+                    () = stopped(&mut self.stop) => return End::Stopped,
+                    next = consumer.next() => break next,
+                    () = tokio::time::sleep(LIVENESS_CHECK) => {
+                        if !channel.status().connected() {
+                            return End::Broken(AmqpError::ChannelLost {
+                                queue: self.queue.to_string(),
+                            });
+                        }
+                    }
+                }
             };
             let mut batch = match first {
                 Some(Ok(delivery)) => vec![delivery],
@@ -283,12 +305,25 @@ impl PartitionConsumer {
     }
 }
 
+/// How often a waiting consumer checks that its channel is still connected.
+const LIVENESS_CHECK: Duration = Duration::from_secs(1);
+
+/// How long an acknowledgement may take before the channel is considered lost (the batch
+/// is then delivered again and absorbed by the inbox).
+const ACK_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Acknowledges a batch with one `basic.ack` (multiple) of its last delivery.
 async fn acknowledge(queue: &ShortString, batch: &[Delivery]) -> Result<(), AmqpError> {
     let Some(last) = batch.last() else {
         return Ok(());
     };
-    match last.acker.ack(BasicAckOptions { multiple: true }).await {
+    let acked = tokio::time::timeout(
+        ACK_TIMEOUT,
+        last.acker.ack(BasicAckOptions { multiple: true }),
+    )
+    .await
+    .unwrap_or_else(|_| Ok(false));
+    match acked {
         Ok(true) => Ok(()),
         Ok(false) => Err(AmqpError::NotAcknowledged {
             queue: queue.to_string(),

@@ -16,10 +16,17 @@ use crate::publish::Publisher;
 use crate::subscribe;
 
 /// The RabbitMQ transport. See the [crate documentation](crate) for the topology.
-#[derive(Debug)]
 pub struct AmqpTransport {
     settings: Arc<Settings>,
     publisher: Publisher,
+}
+
+impl std::fmt::Debug for AmqpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AmqpTransport")
+            .field("options", &self.settings.options)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AmqpTransport {

@@ -599,3 +599,12 @@ async fn publisher_and_consumers_reconnect_after_the_broker_closed_their_connect
     publish_until_one_arrives(&transport, &recorder, &[0, 1, 2, 3]).await;
     subscription.stop().await;
 }
+
+/// A transport shows its options in `Debug`, without the password.
+#[tokio::test]
+async fn debug_output_leaves_the_password_out() {
+    let transport = common::transport(&common::namespace()).await;
+    let shown = format!("{transport:?}");
+    assert!(shown.contains("prefix"), "{shown}");
+    assert!(!shown.contains("guest:guest"), "{shown}");
+}
