@@ -30,13 +30,83 @@ pub(crate) async fn cycle<S: Store>(
         return Ok(0);
     }
     claimed_slot.set(&token, &claimed);
-    let count = claimed.len();
-    match &shared.transport {
-        None => move_to_inbox(shared, box_kind.kind(), &token, &claimed).await?,
-        Some(_) => publish(shared, box_kind, &token, &claimed).await?,
-    }
+    let count = match &shared.transport {
+        None => {
+            move_to_inbox(shared, box_kind.kind(), &token, &claimed).await?;
+            claimed.len()
+        }
+        Some(_) => publish_pipelined(shared, box_kind, token, claimed, claimed_slot).await?,
+    };
     claimed_slot.clear();
     Ok(count)
+}
+
+/// Concurrent publish calls a batch is split into (see `publish`).
+const PUBLISH_CHUNKS: usize = 4;
+
+/// Batches one broker cycle may chain (so a shutdown waits for a bounded cycle).
+const PIPELINED_BATCHES: usize = 4;
+
+/// External transport: while one batch is on its way to the broker, the next is claimed,
+/// so the database and the broker work at the same time. Per-key order holds: the next
+/// claim skips the keys of the batch in flight (its rows are live), and a batch is only
+/// published once the previous one was acknowledged and marked. Returns the rows handled.
+async fn publish_pipelined<S: Store>(
+    shared: &Shared<S>,
+    box_kind: BoxKind,
+    token: String,
+    claimed: Vec<StoredMessage>,
+    slot: &Claimed,
+) -> Result<usize> {
+    let mut current = (token, claimed);
+    let mut total = 0;
+    for round in 1..=PIPELINED_BATCHES {
+        total += current.1.len();
+        if round == PIPELINED_BATCHES
+            || current.1.len() < shared.config.group(box_kind.group()).batch_size
+        {
+            // The last round, or a partial batch (the box is drained): nothing to overlap.
+            publish(shared, box_kind, &current.0, &current.1).await?;
+            break;
+        }
+        let next_token = shared.claim_token();
+        let (published, next) = tokio::join!(
+            publish(shared, box_kind, &current.0, &current.1),
+            crate::claim::claim(shared, box_kind, &next_token, slot)
+        );
+        match (published, next) {
+            (Ok(()), Ok(next)) if next.is_empty() => break,
+            (Ok(()), Ok(next)) => {
+                slot.set(&next_token, &next);
+                current = (next_token, next);
+            }
+            (published, next) => {
+                // Hand back what was claimed for nothing, then report the failure.
+                let next = match next {
+                    Ok(next) => {
+                        let released: Vec<Outcome> = next
+                            .iter()
+                            .map(|m| Outcome {
+                                id: m.record.id,
+                                subscriber: None,
+                                resolution: Resolution::Release,
+                            })
+                            .collect();
+                        shared
+                            .store
+                            .resolve(box_kind, &next_token, &released)
+                            .await
+                            .map_err(crate::error::Error::from)
+                    }
+                    Err(error) => Err(error),
+                };
+                published?;
+                next?;
+                break;
+            }
+        }
+    }
+    Ok(total)
 }
 
 /// In-process transport on a store that relays in one statement (claim, inbox rows,
@@ -180,8 +250,21 @@ async fn publish<S: Store>(
     }
     // A broker that does not answer within the publish timeout counts as unavailable.
     let timeout = config.handler_timeout.min(config.lock_at_most_for);
-    let results = tokio::time::timeout(timeout, transport.publish(box_kind.kind(), &outgoing))
+    // A claim holds at most one message per key when ordering is on (later ones wait for
+    // it), so the batch can go out in concurrent chunks without reordering a key.
+    let chunk = if config.ordered {
+        outgoing.len().div_ceil(PUBLISH_CHUNKS).max(1)
+    } else {
+        outgoing.len().max(1)
+    };
+    let publishing = futures::future::join_all(
+        outgoing
+            .chunks(chunk)
+            .map(|part| transport.publish(box_kind.kind(), part)),
+    );
+    let results: Vec<_> = tokio::time::timeout(timeout, publishing)
         .await
+        .map(|parts| parts.into_iter().flatten().collect())
         .unwrap_or_default();
     let mut results = results.into_iter();
     let mut unavailable = 0usize;
