@@ -64,7 +64,7 @@ struct Wire<'a> {
     #[serde(borrow)]
     payload: Cow<'a, RawValue>,
     #[serde(default)]
-    headers: Headers,
+    headers: Cow<'a, Headers>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     source_tenant_id: Option<TenantId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,8 +108,9 @@ pub fn encode(record: &MessageRecord, source_service: Option<&str>) -> Vec<u8> {
             headers.to_mut().source_service = Some(service.to_owned());
         }
     }
-    let payload = RawValue::from_string(record.payload.clone())
-        .map(Cow::Owned)
+    // Borrowed from the row (checked, not copied); text that is not JSON goes as a string.
+    let payload = serde_json::from_str::<&RawValue>(&record.payload)
+        .map(Cow::Borrowed)
         .unwrap_or_else(|_| Cow::Owned(json_string(&record.payload)));
     let wire = Wire {
         bandeja: WIRE_VERSION,
@@ -125,7 +126,7 @@ pub fn encode(record: &MessageRecord, source_service: Option<&str>) -> Vec<u8> {
         aggregate_type: record.aggregate_type.as_deref().map(Cow::Borrowed),
         aggregate_id: record.aggregate_id.as_deref().map(Cow::Borrowed),
         payload,
-        headers: headers.into_owned(),
+        headers,
         source_tenant_id: record.source_tenant_id.clone(),
         target_tenant_id: record.target_tenant_id.clone(),
         target_service: record.target_service.as_deref().map(Cow::Borrowed),
@@ -184,7 +185,7 @@ pub fn decode(expected: MessageKind, body: &[u8]) -> Result<MessageRecord, WireE
         aggregate_type: wire.aggregate_type.map(Cow::into_owned),
         aggregate_id: wire.aggregate_id.map(Cow::into_owned),
         payload: wire.payload.get().to_owned(),
-        headers: wire.headers,
+        headers: wire.headers.into_owned(),
         source_tenant_id: wire.source_tenant_id,
         target_tenant_id: wire.target_tenant_id,
         target_service: wire.target_service.map(Cow::into_owned),
