@@ -15,37 +15,49 @@ use crate::store::{Outcome, Resolution, Store};
 /// The rows a cycle holds, so a shutdown that cannot wait for the cycle can release them.
 #[derive(Default, Clone)]
 pub(crate) struct Claimed {
-    held: Arc<Mutex<Held>>,
+    held: Arc<Mutex<Vec<Held>>>,
     /// The box's live floor, cached.
     pub(crate) floor: Arc<Floor>,
 }
 
-/// The claim token and the `(id, subscriber)` of each row it holds.
+/// A claim token and the `(id, subscriber)` of each row it holds.
 type Held = (String, Vec<(MessageId, Option<String>)>);
 
+fn held(token: &str, messages: &[StoredMessage]) -> Held {
+    (
+        token.to_owned(),
+        messages
+            .iter()
+            .map(|m| (m.record.id, m.subscriber.clone()))
+            .collect(),
+    )
+}
+
 impl Claimed {
+    /// The cycle now holds exactly these rows.
     pub(crate) fn set(&self, token: &str, messages: &[StoredMessage]) {
-        if let Ok(mut held) = self.held.lock() {
-            *held = (
-                token.to_owned(),
-                messages
-                    .iter()
-                    .map(|m| (m.record.id, m.subscriber.clone()))
-                    .collect(),
-            );
+        if let Ok(mut all) = self.held.lock() {
+            *all = vec![held(token, messages)];
+        }
+    }
+
+    /// The cycle also holds these rows (a further claim of the same cycle).
+    pub(crate) fn add(&self, token: &str, messages: &[StoredMessage]) {
+        if let Ok(mut all) = self.held.lock() {
+            all.push(held(token, messages));
         }
     }
 
     pub(crate) fn clear(&self) {
-        if let Ok(mut held) = self.held.lock() {
-            held.1.clear();
+        if let Ok(mut all) = self.held.lock() {
+            all.clear();
         }
     }
 
-    fn take(&self) -> Held {
+    fn take(&self) -> Vec<Held> {
         self.held
             .lock()
-            .map(|mut held| std::mem::take(&mut *held))
+            .map(|mut all| std::mem::take(&mut *all))
             .unwrap_or_default()
     }
 }
@@ -242,24 +254,25 @@ async fn finish_or_release<S: Store, F>(
     if tokio::time::timeout(grace, cycle).await.is_ok() {
         return;
     }
-    let (token, held) = claimed.take();
-    if held.is_empty() {
-        return;
-    }
-    let outcomes: Vec<Outcome> = held
-        .into_iter()
-        .map(|(id, subscriber)| Outcome {
-            id,
-            subscriber,
-            resolution: Resolution::Release,
-        })
-        .collect();
-    match shared.store.resolve(box_kind, &token, &outcomes).await {
-        Ok(()) => {
-            tracing::info!(box = %box_kind, released = outcomes.len(), "released unfinished rows on shutdown")
+    for (token, held) in claimed.take() {
+        if held.is_empty() {
+            continue;
         }
-        Err(error) => {
-            tracing::warn!(box = %box_kind, %error, "could not release rows on shutdown; they return after their lease expires")
+        let outcomes: Vec<Outcome> = held
+            .into_iter()
+            .map(|(id, subscriber)| Outcome {
+                id,
+                subscriber,
+                resolution: Resolution::Release,
+            })
+            .collect();
+        match shared.store.resolve(box_kind, &token, &outcomes).await {
+            Ok(()) => {
+                tracing::info!(box = %box_kind, released = outcomes.len(), "released unfinished rows on shutdown")
+            }
+            Err(error) => {
+                tracing::warn!(box = %box_kind, %error, "could not release rows on shutdown; they return after their lease expires")
+            }
         }
     }
 }

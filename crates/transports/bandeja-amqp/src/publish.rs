@@ -45,6 +45,15 @@ struct Session {
     commands: ShortString,
 }
 
+/// What a publish call needs of the session, taken out of the lock: publish calls share
+/// the channel (lapin orders their frames) and wait for their confirms concurrently.
+#[derive(Debug, Clone)]
+struct Lane {
+    channel: Channel,
+    events: ShortString,
+    commands: ShortString,
+}
+
 impl Session {
     /// Connects, declares both exchanges and puts the channel in confirm mode.
     async fn open(settings: &Settings) -> Result<Session, AmqpError> {
@@ -127,20 +136,33 @@ impl Publisher {
         if messages.is_empty() {
             return Vec::new();
         }
-        let mut state = self.state.lock().await;
-        let session = match state.session(&self.settings).await {
-            Ok(session) => session,
-            Err(error) => {
-                tracing::debug!(%error, "AMQP publish: broker unavailable");
-                return messages.iter().map(|_| Err(error.clone().into())).collect();
+        let lane = {
+            let mut state = self.state.lock().await;
+            match state.session(&self.settings).await {
+                Ok(session) => Lane {
+                    channel: session.channel.clone(),
+                    events: session.events.clone(),
+                    commands: session.commands.clone(),
+                },
+                Err(error) => {
+                    tracing::debug!(%error, "AMQP publish: broker unavailable");
+                    return messages.iter().map(|_| Err(error.clone().into())).collect();
+                }
             }
         };
-        let (results, broken) =
-            send(session, self.settings.options.partitions, kind, messages).await;
+        let (results, broken) = send(&lane, self.settings.options.partitions, kind, messages).await;
         if let Some(error) = broken {
             tracing::warn!(%error, "AMQP publishing channel failed: the next publish reconnects");
-            if let Some(session) = state.session.take() {
-                close(session.connection).await;
+            let mut state = self.state.lock().await;
+            // Only a broken session: another call may have reconnected already.
+            let broken = state
+                .session
+                .as_ref()
+                .is_some_and(|session| !session.usable());
+            if broken {
+                if let Some(session) = state.session.take() {
+                    close(session.connection).await;
+                }
             }
         }
         results
@@ -149,7 +171,7 @@ impl Publisher {
 
 /// One publish call on a session: the results, and the error that broke the channel.
 async fn send(
-    session: &Session,
+    session: &Lane,
     partitions: u16,
     kind: MessageKind,
     messages: &[Outgoing<'_>],
@@ -167,35 +189,36 @@ async fn send(
         messages.iter().map(|_| None).collect();
     let mut confirms: Vec<(usize, ShortString, PublisherConfirm)> = Vec::new();
     let mut broken: Option<AmqpError> = None;
+    // Every publish is started at once (lapin queues the frames in call order) rather than
+    // one after the other's hand-over to the I/O loop: a batch costs one pass, not one
+    // wake-up per message.
+    let mut keyed = Vec::with_capacity(messages.len());
     for (index, message) in messages.iter().enumerate() {
-        if let Some(error) = &broken {
-            results[index] = Some(Err(error.clone().into()));
-            continue;
-        }
-        let key = match routing_key(message, partitions) {
-            Ok(key) => key,
+        match routing_key(message, partitions) {
+            Ok(key) => keyed.push((index, message, key)),
             Err(error) => {
                 tracing::warn!(message_id = %message.record.id, %error, "not published");
                 results[index] = Some(Err(error.into()));
-                continue;
             }
-        };
-        let published = session
-            .channel
-            .basic_publish(
-                exchange.clone(),
-                key.clone(),
-                options,
-                &message.body,
-                properties(message.record),
-            )
-            .await;
+        }
+    }
+    let published = futures::future::join_all(keyed.iter().map(|(_, message, key)| {
+        session.channel.basic_publish(
+            exchange.clone(),
+            key.clone(),
+            options,
+            &message.body,
+            properties(message.record),
+        )
+    }))
+    .await;
+    for ((index, _, key), published) in keyed.into_iter().zip(published) {
         match published {
             Ok(confirm) => confirms.push((index, key, confirm)),
             Err(error) => {
                 let error = AmqpError::channel(format!("publish to `{exchange}`"), error);
                 results[index] = Some(Err(error.clone().into()));
-                broken = Some(error);
+                broken.get_or_insert(error);
             }
         }
     }
