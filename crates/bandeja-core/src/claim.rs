@@ -80,5 +80,8 @@ pub(crate) async fn claim<S: Store>(
         let request = plan.request(shared, box_kind, token, part);
         claimed.extend(shared.store.claim(box_kind, &request).await?);
     }
+    if !claimed.is_empty() {
+        crate::fault::point("after-claim");
+    }
     Ok(claimed)
 }

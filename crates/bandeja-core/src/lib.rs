@@ -8,6 +8,7 @@ pub(crate) mod dispatch;
 pub mod emission;
 pub mod envelope;
 pub mod error;
+pub mod fault;
 pub(crate) mod maintenance;
 pub mod processing;
 pub mod reception;

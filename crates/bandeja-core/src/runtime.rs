@@ -342,6 +342,7 @@ impl<S: Store> Bandeja<S> {
             .insert_outbox(&mut *tx, kind, std::slice::from_ref(&record))
             .await?;
         store.commit(tx).await?;
+        crate::fault::point("after-emit-commit");
         crate::telemetry::emitted(kind.outbox(), std::slice::from_ref(&record));
         store.wakers().wake(kind.outbox());
         Ok(())

@@ -248,6 +248,7 @@ async fn publish<S: Store>(
         .await
         .map(|parts| parts.into_iter().flatten().collect())
         .unwrap_or_default();
+    crate::fault::point("after-publish-before-mark");
     let mut results = results.into_iter();
     let mut unavailable = 0usize;
     let mut last_outage = None;

@@ -209,7 +209,10 @@ pub(crate) async fn handle_chunk<S: Store>(
         Err(error) => Err(error.to_string()),
     };
     match committed {
-        Ok(()) => run::wake_for(shared, &emitted),
+        Ok(()) => {
+            crate::fault::point("after-handler-commit");
+            run::wake_for(shared, &emitted);
+        }
         Err(error) => {
             tracing::warn!(%error, "batch transaction did not commit; its messages are tried again");
             failures.extend(done.into_iter().map(|m| again(m, &error)));

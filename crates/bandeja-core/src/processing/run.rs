@@ -156,7 +156,9 @@ pub(crate) async fn run_handler<S: Store>(
         first.record.inbox_tenant().clone(),
         telemetry::trace::scope(handling, call),
     );
-    match tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()).await {
+    let outcome = tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()).await;
+    crate::fault::point("inside-handler");
+    match outcome {
         Err(_elapsed) => {
             return Err(AttemptFailed::retriable(format!(
                 "handler timed out after {timeout:?} (handler-timeout, capped by lock-at-most-for)"

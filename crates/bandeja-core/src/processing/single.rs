@@ -72,6 +72,7 @@ async fn in_transaction<S: Store>(
         .commit(tx)
         .await
         .map_err(|e| AttemptFailed::from_store(&e))?;
+    crate::fault::point("after-handler-commit");
     run::wake_for(shared, &emitted);
     Ok(())
 }

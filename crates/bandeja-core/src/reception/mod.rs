@@ -82,6 +82,7 @@ impl<S: Store> InboxSink for Reception<S> {
             })
             .collect();
         let report = self.store.receive(kind, &deliveries).await?;
+        crate::fault::point("after-inbox-insert-before-ack");
         crate::telemetry::duplicates(kind.inbox(), report.duplicates);
         if report.inserted > 0 {
             self.store.wakers().wake(kind.inbox());

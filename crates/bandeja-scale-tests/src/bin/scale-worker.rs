@@ -40,6 +40,9 @@ struct Args {
     /// The worker id written to `locked_by` (default: `scale-<pid>-<random>`).
     #[arg(long)]
     worker_id: Option<String>,
+    /// Emits this many ticks with `Bandeja::emit` (one transaction each) once running.
+    #[arg(long, default_value_t = 0)]
+    emit: u64,
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
@@ -79,6 +82,11 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "ready")?;
         stdout.flush()?;
+    }
+    for n in 0..args.emit {
+        bandeja
+            .emit(&bandeja::Event::new("Scale", format!("e{n}"), Tick { n }))
+            .await?;
     }
     tokio::select! {
         _ = terminate.recv() => {}

@@ -21,7 +21,7 @@ use bandeja_scale_tests::Tick;
 use sqlx::{Connection, PgConnection, PgPool};
 
 #[allow(unused_imports)] // not every test crate starts worker processes
-pub(crate) use worker::{terminate_all, Worker};
+pub(crate) use worker::{run_until_crash, terminate_all, Worker};
 
 /// How to start the local cluster.
 const START_HINT: &str = "start it with `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` or set DATABASE_URL";

@@ -33,16 +33,22 @@ pub(crate) trait Broker {
 }
 
 /// A running `pair-service` process, killed when dropped.
-struct Service {
+pub(crate) struct Service {
     child: Child,
     name: &'static str,
     lines: mpsc::Receiver<String>,
 }
 
 impl Service {
-    fn start(name: &'static str, args: &[String]) -> Service {
+    pub(crate) fn start(name: &'static str, args: &[String]) -> Service {
+        Service::start_with(name, args, &[])
+    }
+
+    /// Starts it with extra environment variables (e.g. `BANDEJA_CRASH_AT`); waits for `ready`.
+    pub(crate) fn start_with(name: &'static str, args: &[String], env: &[(&str, &str)]) -> Service {
         let mut child = Command::new(env!("CARGO_BIN_EXE_pair-service"))
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -69,7 +75,18 @@ impl Service {
         }
     }
 
-    async fn terminate(&mut self) {
+    /// Waits (at most `timeout`) for the process to exit on its own; its status.
+    pub(crate) async fn exited(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let child = &mut self.child;
+        eventually(timeout, || {
+            let exited = child.try_wait().ok().flatten();
+            async move { exited }
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{} did not exit: {e}", self.name))
+    }
+
+    pub(crate) async fn terminate(&mut self) {
         let sent = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
@@ -95,7 +112,12 @@ impl Drop for Service {
     }
 }
 
-fn service_args(broker: &dyn Broker, role: &str, prefix: &str, fresh: &Fresh) -> Vec<String> {
+pub(crate) fn service_args(
+    broker: &dyn Broker,
+    role: &str,
+    prefix: &str,
+    fresh: &Fresh,
+) -> Vec<String> {
     [
         "--role",
         role,

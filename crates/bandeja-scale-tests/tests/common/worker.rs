@@ -110,3 +110,38 @@ pub(crate) async fn terminate_all(workers: &mut [Worker]) {
         started.elapsed()
     );
 }
+
+/// Runs `scale-worker` on `schema` with `BANDEJA_CRASH_AT=point` (and `--emit emit`) and
+/// waits (at most `timeout`) for it to abort there; returns its exit status.
+pub(crate) async fn run_until_crash(
+    schema: &str,
+    id: &str,
+    lease_secs: u32,
+    (point, emit): (&str, u64),
+    timeout: Duration,
+) -> ExitStatus {
+    let mut child = Command::new(worker_binary())
+        .args(["--database-url", &database_url(), "--schema", schema])
+        .args(["--worker-id", id])
+        .args(["--lease", &lease_secs.to_string()])
+        .args(["--emit", &emit.to_string()])
+        .env("BANDEJA_CRASH_AT", point)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn scale-worker");
+    let exited = eventually(timeout, || {
+        let exited = child.try_wait().ok().flatten();
+        async move { exited }
+    })
+    .await;
+    match exited {
+        Ok(status) => status,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{id} never reached crash point {point}: {e}")
+        }
+    }
+}
