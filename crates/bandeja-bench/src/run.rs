@@ -74,6 +74,9 @@ fn config(args: &Args) -> Result<Config, BoxError> {
 
 /// The broker transport of `--transport`, `None` for the in-process default.
 async fn transport(args: &Args) -> Result<Option<Arc<dyn Transport>>, BoxError> {
+    if args.transport == TransportKind::InProcess {
+        return Ok(None);
+    }
     let prefix = args
         .broker_prefix
         .clone()

@@ -201,14 +201,7 @@ impl<S: Store> BandejaBuilder<S> {
                 )))
             }
             (Some(_), Some(service)) => {
-                let usable = !service.is_empty()
-                    && service.len() <= 128
-                    && !service.chars().any(|c| c.is_whitespace() || c.is_control());
-                if !usable {
-                    return Err(Error::InvalidMessage(format!(
-                        "service name `{service}` is not usable: use 1 to 128 characters without spaces"
-                    )));
-                }
+                crate::processing::registry::validate_name("service", &service)?;
                 let routing = Routing::new(service, self.config.command_topics.clone());
                 if self.registry.has(MessageKind::Command) {
                     routing.own_topic().map_err(|e| {

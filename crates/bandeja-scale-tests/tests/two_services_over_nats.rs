@@ -12,9 +12,8 @@ mod common;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
-use common::pair::{self, Broker};
+use common::pair::{self, wait_for_port, Broker};
 
 struct NatsServer {
     port: u16,
@@ -44,20 +43,6 @@ impl NatsServer {
     }
 }
 
-fn wait_for(port: u16, up: bool) {
-    for _ in 0..300 {
-        let listening = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
-        if listening == up {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!(
-        "port {port} did not become {}",
-        if up { "open" } else { "closed" }
-    );
-}
-
 impl Broker for NatsServer {
     fn transport(&self) -> &'static str {
         "nats"
@@ -74,7 +59,7 @@ impl Broker for NatsServer {
                 .status();
             child.wait().expect("nats-server exits");
         }
-        wait_for(self.port, false);
+        wait_for_port(self.port, false);
     }
 
     fn start(&mut self) {
@@ -94,7 +79,7 @@ impl Broker for NatsServer {
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", Self::binary()));
         self.child = Some(child);
-        wait_for(self.port, true);
+        wait_for_port(self.port, true);
     }
 }
 

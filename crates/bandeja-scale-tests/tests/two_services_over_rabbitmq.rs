@@ -12,9 +12,8 @@
 mod common;
 
 use std::process::Command;
-use std::time::Duration;
 
-use common::pair::{self, Broker};
+use common::pair::{self, wait_for_port, Broker};
 
 struct Rabbit;
 
@@ -24,20 +23,6 @@ fn rabbitmqctl(verb: &str) {
         .status()
         .unwrap_or_else(|e| panic!("run rabbitmqctl {verb}: {e}"));
     assert!(status.success(), "rabbitmqctl {verb}: {status}");
-}
-
-fn wait_for(up: bool) {
-    for _ in 0..600 {
-        let listening = std::net::TcpStream::connect(("127.0.0.1", 5672)).is_ok();
-        if listening == up {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!(
-        "RabbitMQ did not become {}",
-        if up { "reachable" } else { "unreachable" }
-    );
 }
 
 impl Broker for Rabbit {
@@ -52,12 +37,12 @@ impl Broker for Rabbit {
 
     fn stop(&mut self) {
         rabbitmqctl("stop_app");
-        wait_for(false);
+        wait_for_port(5672, false);
     }
 
     fn start(&mut self) {
         rabbitmqctl("start_app");
-        wait_for(true);
+        wait_for_port(5672, true);
     }
 }
 

@@ -17,7 +17,7 @@ const WAIT: Duration = Duration::from_secs(30);
 async fn an_order_reaches_inventory_and_notification_services_once() {
     let nats = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
     let dir = TempDir::new("services");
-    let prefix = format!("shop{:08x}", rand_prefix());
+    let prefix = format!("shop{}", uuid::Uuid::new_v4().simple());
     let start = |service: &str| {
         let database = dir.sqlite_url(&format!("{service}.db"));
         let shop = Shop::start(
@@ -66,12 +66,4 @@ async fn an_order_reaches_inventory_and_notification_services_once() {
         .await
         .expect("GET /stock on the order service");
     assert_eq!(wrong.status(), 404);
-}
-
-fn rand_prefix() -> u32 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    nanos ^ std::process::id()
 }

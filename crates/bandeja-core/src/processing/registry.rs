@@ -36,15 +36,15 @@ impl<S: Store> Default for Registry<S> {
     }
 }
 
-fn validate_name(subscriber: &str) -> Result<()> {
-    if subscriber.is_empty()
-        || subscriber.len() > 128
-        || subscriber
-            .chars()
-            .any(|c| c.is_whitespace() || c.is_control())
+/// Checks a subscriber or service name (`what` says which, for the message): 1 to 128
+/// characters, no whitespace or control characters.
+pub(crate) fn validate_name(what: &str, name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.len() > 128
+        || name.chars().any(|c| c.is_whitespace() || c.is_control())
     {
         return Err(Error::InvalidMessage(format!(
-            "subscriber name `{subscriber}` is not usable: use 1 to 128 characters without spaces"
+            "{what} name `{name}` is not usable: use 1 to 128 characters without spaces"
         )));
     }
     Ok(())
@@ -57,7 +57,7 @@ impl<S: Store> Registry<S> {
         message_type: &str,
         subscriber: Subscriber<S>,
     ) -> Result<()> {
-        validate_name(&subscriber.name)?;
+        validate_name("subscriber", &subscriber.name)?;
         crate::envelope::validate_type_name(message_type)?;
         let list = self
             .by_type

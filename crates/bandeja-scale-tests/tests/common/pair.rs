@@ -32,6 +32,21 @@ pub(crate) trait Broker {
     fn start(&mut self);
 }
 
+/// Waits (at most 60 s) until something listens on `port` of 127.0.0.1 (`up`) or nothing
+/// does; for the brokers' synchronous stop and start, which poll the port.
+pub(crate) fn wait_for_port(port: u16, up: bool) {
+    for _ in 0..600 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() == up {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!(
+        "port {port} did not become {}",
+        if up { "open" } else { "closed" }
+    );
+}
+
 /// A running `pair-service` process, killed when dropped.
 pub(crate) struct Service {
     child: Child,

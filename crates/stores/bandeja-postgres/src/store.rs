@@ -70,11 +70,13 @@ async fn resolve_on(
     if many {
         set_nested_loops(conn, false).await?;
     }
-    let written = write_outcomes(store, &mut *conn, box_kind, worker_id, outcomes).await;
+    let written = write_outcomes(store, &mut *conn, box_kind, worker_id, outcomes).await?;
+    // After a failed write the transaction is aborted (and the setting with it): the
+    // write's error is the one to report.
     if many {
         set_nested_loops(conn, true).await?;
     }
-    written
+    Ok(written)
 }
 
 /// Above this many outcomes, `resolve_on` rules out nested-loop joins.

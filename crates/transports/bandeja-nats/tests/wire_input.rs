@@ -16,7 +16,7 @@ use bandeja_core::testing::eventually;
 use bandeja_core::transport::{wire, Outgoing, Transport, TransportErrorKind};
 use bandeja_core::{
     Bandeja, BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageKind,
-    MessageRecord, MessageStatus, Payload,
+    MessageRecord, MessageStatus, Payload, Running,
 };
 use bandeja_nats::{NatsError, NatsOptions, NatsTransport, OptionsError};
 use bandeja_sqlite::SqliteStore;
@@ -89,6 +89,20 @@ fn settled(rows: &[RowView]) -> bool {
     })
 }
 
+/// The `inventory` service on `store`, its `stock` subscriber recording into `seen`.
+async fn start_inventory(store: &SqliteStore, transport: &NatsTransport, seen: &Seen) -> Running {
+    Bandeja::builder(store.clone())
+        .config(fast_config())
+        .service("inventory")
+        .transport(Arc::new(transport.clone()))
+        .on_event::<Ping, _>("stock", seen.clone())
+        .build()
+        .expect("build")
+        .start()
+        .await
+        .expect("start")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_bodies_from_another_client_are_stored_failed_and_the_next_is_handled() {
     let (store, _dir) = fresh_store().await;
@@ -97,14 +111,7 @@ async fn bad_bodies_from_another_client_are_stored_failed_and_the_next_is_handle
         .expect("connect");
     let _streams = Streams::of(&transport);
     let seen = Seen::default();
-    let service = Bandeja::builder(store.clone())
-        .config(fast_config())
-        .service("inventory")
-        .transport(Arc::new(transport.clone()))
-        .on_event::<Ping, _>("stock", seen.clone())
-        .build()
-        .expect("build");
-    let running = service.start().await.expect("start");
+    let running = start_inventory(&store, &transport, &seen).await;
 
     let good = ping(1);
     let mut unknown = ping(2);
@@ -279,16 +286,7 @@ async fn a_consumer_deleted_on_the_server_is_created_again() {
         .expect("connect");
     let _streams = Streams::of(&transport);
     let seen = Seen::default();
-    let running = Bandeja::builder(store.clone())
-        .config(fast_config())
-        .service("inventory")
-        .transport(Arc::new(transport.clone()))
-        .on_event::<Ping, _>("stock", seen.clone())
-        .build()
-        .expect("build")
-        .start()
-        .await
-        .expect("start");
+    let running = start_inventory(&store, &transport, &seen).await;
     let first = ping(1);
     publish_one(&transport, &first, 0, wire::encode(&first, None))
         .await
@@ -329,16 +327,7 @@ async fn a_message_published_twice_is_dropped_by_the_broker_the_second_time() {
         .expect("connect");
     let _streams = Streams::of(&transport);
     let seen = Seen::default();
-    let running = Bandeja::builder(store.clone())
-        .config(fast_config())
-        .service("inventory")
-        .transport(Arc::new(transport.clone()))
-        .on_event::<Ping, _>("stock", seen.clone())
-        .build()
-        .expect("build")
-        .start()
-        .await
-        .expect("start");
+    let running = start_inventory(&store, &transport, &seen).await;
     let twice = ping(1);
     for _ in 0..2 {
         publish_one(&transport, &twice, 0, wire::encode(&twice, None))

@@ -50,12 +50,8 @@ pub(crate) fn options(prefix: &str) -> NatsOptions {
 
 /// A fresh prefix.
 pub(crate) fn namespace() -> String {
-    format!("n{:08x}", rand_u32())
-}
-
-fn rand_u32() -> u32 {
-    let bytes = uuid::Uuid::new_v4().into_bytes();
-    u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("n{}", &id[..8])
 }
 
 /// Deletes the two streams of a prefix when dropped (on a thread of its own: `Drop` cannot
