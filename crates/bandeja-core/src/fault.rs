@@ -11,6 +11,10 @@
 //! | `after-inbox-insert-before-ack` | received messages are in the inbox, the broker is not acknowledged yet |
 //! | `inside-handler` | a handler did its work, its transaction is not committed |
 //! | `after-handler-commit` | a handler's transaction committed (row COMPLETED), nothing after it ran |
+//!
+//! `BANDEJA_CRASH_AT=<point>@<n>` aborts the n-th time the point is reached instead of the
+//! first (`inside-handler@40`: after 39 handlings), so a crash can come in the middle of a
+//! busy run. A value that is not a point (or has a bad count) never aborts.
 
 /// The environment variable that names the point to crash at.
 pub const CRASH_AT_VAR: &str = "BANDEJA_CRASH_AT";
@@ -25,20 +29,37 @@ pub const POINTS: [&str; 6] = [
     "after-handler-commit",
 ];
 
-/// Aborts the process if `BANDEJA_CRASH_AT` names `name` (feature `fault-injection`).
+/// Aborts the process if `BANDEJA_CRASH_AT` names `name` (feature `fault-injection`), at
+/// the hit the variable's `@<n>` asks for (the first by default).
 #[inline]
 pub fn point(name: &'static str) {
     #[cfg(feature = "fault-injection")]
     {
-        static CHOSEN: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-        let chosen = CHOSEN.get_or_init(|| std::env::var(CRASH_AT_VAR).ok());
-        if chosen.as_deref() == Some(name) {
-            eprintln!("bandeja: crash point `{name}` reached: aborting ({CRASH_AT_VAR})");
-            std::process::abort();
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static CHOSEN: std::sync::OnceLock<Option<(String, u64)>> = std::sync::OnceLock::new();
+        static HITS: AtomicU64 = AtomicU64::new(0);
+        let chosen = CHOSEN.get_or_init(|| parse(&std::env::var(CRASH_AT_VAR).ok()?));
+        if let Some((point, at)) = chosen {
+            if point == name && HITS.fetch_add(1, Ordering::SeqCst) + 1 == *at {
+                eprintln!(
+                    "bandeja: crash point `{name}` reached (hit {at}): aborting ({CRASH_AT_VAR})"
+                );
+                std::process::abort();
+            }
         }
     }
     #[cfg(not(feature = "fault-injection"))]
     let _ = name;
+}
+
+/// `<point>` or `<point>@<n>` (n ≥ 1) as the point and the hit to abort at.
+#[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
+fn parse(value: &str) -> Option<(String, u64)> {
+    let (point, at) = match value.split_once('@') {
+        Some((point, n)) => (point, n.trim().parse().ok().filter(|n| *n >= 1)?),
+        None => (value, 1),
+    };
+    Some((point.trim().to_owned(), at))
 }
 
 #[cfg(test)]
@@ -55,5 +76,16 @@ mod tests {
         for name in POINTS {
             point(name);
         }
+    }
+
+    #[test]
+    fn a_point_may_name_the_hit_to_abort_at() {
+        assert_eq!(parse("after-claim"), Some(("after-claim".to_owned(), 1)));
+        assert_eq!(
+            parse("inside-handler@40"),
+            Some(("inside-handler".to_owned(), 40))
+        );
+        assert_eq!(parse("inside-handler@0"), None);
+        assert_eq!(parse("inside-handler@x"), None);
     }
 }

@@ -10,10 +10,16 @@
 //! - this library, shared by the binary and the tests: the test event ([`Tick`]), the
 //!   effect tables ([`create_tables`]), the handler that writes effects and detects double
 //!   application ([`EffectWriter`]), and the worker configuration ([`worker_config`]);
+//! - the `chaos` binary and its library half ([`chaos`]): a workload driven through
+//!   several `scale-worker` processes while they are killed and the database or the
+//!   broker restarted, verified from the database at the end;
 //! - the tests in `tests/`, which start several `scale-worker` processes, kill one, and
 //!   check the outcome from the database alone.
 //!
 //! Tests use `DATABASE_URL`, or `postgres://postgres@127.0.0.1:5432/test`.
+
+pub mod chaos;
+pub mod nats_server;
 
 use std::time::Duration;
 
@@ -37,6 +43,21 @@ pub struct Tick {
 impl Payload for Tick {
     const TYPE: &'static str = "scale.Tick";
 }
+
+/// A poison message of the chaos run: every handling of it fails permanently, so its inbox
+/// rows must end FAILED with the handler's reason, and nothing else may be held up by it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Poison {
+    /// Emission number.
+    pub n: u64,
+}
+
+impl Payload for Poison {
+    const TYPE: &'static str = "scale.Poison";
+}
+
+/// The reason a [`Poison`] message fails with (the start of its inbox rows' `last_error`).
+pub const POISON_REASON: &str = "poison message rejected by design";
 
 /// The command of the two-services tests (sent by the producer, handled by the consumer).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -201,6 +222,20 @@ impl EventHandler<PgStore, Tick> for EffectWriter {
             .or_else(|| event.aggregate_id.clone())
             .unwrap_or_default();
         self.apply(ctx, event.id.0, &key, event.payload.n).await
+    }
+}
+
+#[async_trait]
+impl EventHandler<PgStore, Poison> for EffectWriter {
+    async fn handle(
+        &self,
+        _ctx: &mut HandlerContext<'_, PgStore>,
+        event: Event<Poison>,
+    ) -> Result<(), HandlerError> {
+        Err(HandlerError::permanent(format!(
+            "{POISON_REASON} (n = {})",
+            event.payload.n
+        )))
     }
 }
 

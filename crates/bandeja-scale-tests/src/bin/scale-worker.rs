@@ -3,21 +3,26 @@
 //!
 //! ```text
 //! scale-worker --database-url postgres://postgres@127.0.0.1/test --schema s1 \
-//!     [--fail-rate 0.1] [--lease 5] [--worker-id w1]
+//!     [--fail-rate 0.1] [--lease 5] [--worker-id w1] \
+//!     [--nats nats://127.0.0.1:4222 --nats-prefix chaos1]
 //! ```
 //!
 //! The schema must already be migrated and hold the test's tables
 //! ([`bandeja_scale_tests::create_tables`]). Two subscribers, `alpha` and `beta`, handle
-//! [`Tick`] with [`EffectWriter`]. The process prints `ready` on stdout once its workers
+//! [`Tick`] with [`EffectWriter`] and reject [`Poison`] permanently. With `--nats` the
+//! workers publish to and consume from NATS JetStream as the service `scale` (every
+//! `scale-worker` on the schema must then use the same prefix); without it they use the
+//! in-process transport. The process prints `ready` on stdout once its workers
 //! run. Logs go to stderr, filtered by `BANDEJA_LOG` (default `error`).
 
 use std::error::Error;
 use std::io::Write;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bandeja::postgres::PgStore;
 use bandeja::Bandeja;
-use bandeja_scale_tests::{worker_config, EffectWriter, Tick, SUBSCRIBERS};
+use bandeja_scale_tests::{worker_config, EffectWriter, Poison, Tick, SUBSCRIBERS};
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -43,6 +48,38 @@ struct Args {
     /// Emits this many ticks with `Bandeja::emit` (one transaction each) once running.
     #[arg(long, default_value_t = 0)]
     emit: u64,
+    /// Publish and consume through this NATS JetStream server instead of in process.
+    #[arg(long)]
+    nats: Option<String>,
+    /// The NATS stream and subject prefix (with `--nats`).
+    #[arg(long, default_value = "bandeja")]
+    nats_prefix: String,
+    /// NATS partitions per address (with `--nats`).
+    #[arg(long, default_value_t = 4)]
+    nats_partitions: u16,
+}
+
+/// The service name of every `scale-worker` on a broker.
+const SERVICE: &str = "scale";
+
+/// The NATS transport of `--nats`, if given.
+async fn nats_transport(
+    args: &Args,
+) -> Result<Option<Arc<dyn bandeja::transport::Transport>>, Box<dyn Error>> {
+    let Some(url) = &args.nats else {
+        return Ok(None);
+    };
+    let options = bandeja::nats::NatsOptions {
+        url: url.clone(),
+        prefix: args.nats_prefix.clone(),
+        partitions: args.nats_partitions,
+        // A process killed with messages in hand: they come back after this.
+        ack_wait: Duration::from_secs(5),
+        ..Default::default()
+    };
+    Ok(Some(Arc::new(
+        bandeja::nats::NatsTransport::connect(options).await?,
+    )))
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
@@ -63,18 +100,24 @@ fn parse_lease(s: &str) -> Result<Duration, String> {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn Error>> {
+    let transport = nats_transport(&args).await?;
     let worker_id = args
         .worker_id
         .unwrap_or_else(|| format!("scale-{}-{:04x}", std::process::id(), rand::random::<u16>()));
     let store = PgStore::connect_with_schema(&args.database_url, &args.schema).await?;
     let writer = EffectWriter::new(&store, worker_id.clone(), args.fail_rate);
     let [first, second] = SUBSCRIBERS;
-    let bandeja = Bandeja::builder(store)
+    let mut builder = Bandeja::builder(store)
         .config(worker_config(args.lease))
         .worker_id(worker_id.clone())
         .on_event::<Tick, _>(first, writer.clone())
-        .on_event::<Tick, _>(second, writer)
-        .build()?;
+        .on_event::<Tick, _>(second, writer.clone())
+        .on_event::<Poison, _>(first, writer.clone())
+        .on_event::<Poison, _>(second, writer);
+    if let Some(transport) = transport {
+        builder = builder.service(SERVICE).transport(transport);
+    }
+    let bandeja = builder.build()?;
     // Listen before announcing readiness, so a SIGTERM right after `ready` is graceful.
     let mut terminate = signal(SignalKind::terminate())?;
     let running = bandeja.start().await?;

@@ -8,6 +8,7 @@
 // Each test crate uses a part of this module.
 #![allow(dead_code)]
 
+pub(crate) mod chaos;
 pub(crate) mod pair;
 mod worker;
 

@@ -21,8 +21,9 @@ use crate::streams;
 
 /// The first pause after a failure; it doubles up to the cap.
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
-/// The longest pause between two tries.
-const MAX_PAUSE: Duration = Duration::from_secs(5);
+/// The longest pause between two tries: short, so consuming resumes about a second after
+/// an outage ends.
+const MAX_PAUSE: Duration = Duration::from_secs(1);
 /// How long past `fetch_wait` an empty pull may take before it counts as unanswered (the
 /// server answers an expired pull itself; the client gives up 5 s after `fetch_wait`).
 const NO_ANSWER_MARGIN: Duration = Duration::from_secs(3);

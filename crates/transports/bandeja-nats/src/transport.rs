@@ -43,6 +43,19 @@ impl std::fmt::Debug for NatsTransport {
     }
 }
 
+/// The pause before reconnection attempt `attempts`: none for the first, then 50 ms
+/// doubling up to [`MAX_RECONNECT_DELAY`].
+fn reconnect_delay(attempts: usize) -> Duration {
+    if attempts <= 1 {
+        return Duration::ZERO;
+    }
+    let doublings = u32::try_from(attempts - 2).unwrap_or(u32::MAX).min(8);
+    (Duration::from_millis(50) * 2u32.pow(doublings)).min(MAX_RECONNECT_DELAY)
+}
+
+/// The longest pause between two reconnection attempts.
+const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(1);
+
 impl NatsTransport {
     /// Checks `options`, connects (a server that is down is an error here; once connected,
     /// the client reconnects by itself for as long as it takes) and declares the two streams.
@@ -60,6 +73,9 @@ impl NatsTransport {
             .name(format!("bandeja ({})", options.prefix))
             .connection_timeout(options.connect_timeout)
             .max_reconnects(None)
+            // The client's own delay grows to 4 s; capped lower, publishing and consuming
+            // resume about a second after the server is back.
+            .reconnect_delay_callback(reconnect_delay)
             .connect(servers)
             .await
             .map_err(|source| NatsError::Connect {
@@ -210,5 +226,20 @@ impl Subscription for NatsSubscription {
         for task in &tasks {
             task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reconnection_starts_at_once_and_never_waits_more_than_a_second() {
+        assert_eq!(reconnect_delay(0), Duration::ZERO);
+        assert_eq!(reconnect_delay(1), Duration::ZERO);
+        assert_eq!(reconnect_delay(2), Duration::from_millis(50));
+        assert_eq!(reconnect_delay(3), Duration::from_millis(100));
+        assert_eq!(reconnect_delay(50), MAX_RECONNECT_DELAY);
+        assert_eq!(reconnect_delay(usize::MAX), MAX_RECONNECT_DELAY);
     }
 }

@@ -1,0 +1,88 @@
+//! The infrastructure faults of a chaos run: PostgreSQL restarted under the workers, and
+//! the run's own `nats-server` killed (its connections cut without a close) and started
+//! again after a while.
+
+use std::time::{Duration, Instant};
+
+use sqlx::{Connection, PgConnection};
+
+use crate::nats_server::NatsServer;
+
+/// An outage the run caused.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Outage {
+    /// When it began, in milliseconds since emission started.
+    pub at_ms: u64,
+    /// How long the service was unusable, in milliseconds.
+    pub down_ms: u64,
+    /// What was done.
+    pub detail: String,
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// At `at`, runs `command` (which restarts PostgreSQL), then waits until `url` accepts a
+/// connection again; `down_ms` runs from the command's start to that connection.
+pub(crate) async fn restart_database(
+    url: String,
+    command: String,
+    at: Instant,
+    started: Instant,
+) -> Result<Outage, String> {
+    tokio::time::sleep_until(at.into()).await;
+    let began = Instant::now();
+    eprintln!("chaos: restarting PostgreSQL: {command}");
+    let status = tokio::process::Command::new("sh")
+        .args(["-c", &command])
+        .status()
+        .await
+        .map_err(|e| format!("cannot run `{command}`: {e}"))?;
+    if !status.success() {
+        return Err(format!("`{command}` failed: {status}"));
+    }
+    let deadline = began + Duration::from_secs(120);
+    loop {
+        if let Ok(conn) = PgConnection::connect(&url).await {
+            let _ = conn.close().await;
+            break;
+        }
+        if Instant::now() >= deadline {
+            return Err("PostgreSQL did not come back within 2 minutes".to_owned());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let outage = Outage {
+        at_ms: ms(began - started),
+        down_ms: ms(began.elapsed()),
+        detail: command,
+    };
+    eprintln!("chaos: PostgreSQL is back after {} ms", outage.down_ms);
+    Ok(outage)
+}
+
+/// At `at`, SIGKILLs `server` (no close reaches its clients), keeps it down for `down`,
+/// then starts it again on the same store; gives the server back with the outage.
+pub(crate) fn broker_outage(
+    mut server: NatsServer,
+    at: Instant,
+    down: Duration,
+    started: Instant,
+) -> (NatsServer, Result<Outage, String>) {
+    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+    let began = Instant::now();
+    eprintln!("chaos: killing nats-server (SIGKILL) for {down:?}");
+    let outage = server.stop(false).and_then(|()| {
+        // The outage itself: the broker stays away this long.
+        std::thread::sleep(down.saturating_sub(began.elapsed()));
+        server.resume()
+    });
+    let outage = outage.map(|()| Outage {
+        at_ms: ms(began - started),
+        down_ms: ms(began.elapsed()),
+        detail: format!("nats-server SIGKILLed, started again after {down:?}"),
+    });
+    eprintln!("chaos: nats-server is back");
+    (server, outage)
+}

@@ -1,0 +1,323 @@
+//! The chaos harness: a workload driven through real `scale-worker` processes on one
+//! PostgreSQL schema while they are SIGKILLed at random moments (and restarted, sometimes
+//! with a named crash point armed), PostgreSQL is restarted and the broker is killed and
+//! brought back; at the end the database alone says whether the contract held (see
+//! [`Verification`]). The `chaos` binary runs one [`Plan`]; the `chaos_*` tests run bounded
+//! plans in CI.
+//!
+//! A run: a fresh schema `chaos_<random>`; `--workers` processes; the run itself emits the
+//! messages as an application would (a batch per transaction, paced), while the kills are
+//! spread over the emission's span; each kill is followed by a watch of the rows the dead
+//! worker held, which measures the takeover; then the run waits for everything to be
+//! handled, stops the workers with SIGTERM, and verifies.
+
+mod emitter;
+mod faults;
+mod fleet;
+pub mod plan;
+mod report;
+mod sampler;
+mod takeover;
+mod verify;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bandeja::postgres::PgStore;
+use bandeja::Store;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+use tokio::sync::watch;
+
+pub use emitter::Emission;
+pub use faults::Outage;
+pub use fleet::Exit;
+pub use plan::{Plan, TransportKind};
+pub use report::Report;
+pub use sampler::{Sample, Samples};
+pub use takeover::Takeover;
+pub use verify::Verification;
+
+use crate::nats_server::NatsServer;
+use fleet::Fleet;
+
+/// How often the run checks on its workers and its schedule.
+const TICK: Duration = Duration::from_millis(50);
+/// How often it counts the live rows while waiting for the end.
+const DRAIN_CHECK_EVERY: Duration = Duration::from_millis(500);
+/// Slack of the takeover bound over `lock-at-most-for`: one polling interval of the
+/// workers (200 ms, see [`crate::worker_config`]) and the watch's own scheduling.
+const TAKEOVER_SLACK: Duration = Duration::from_millis(1_000);
+
+/// Crash points a worker can reach, for the transport.
+fn crash_points(transport: TransportKind) -> &'static [&'static str] {
+    match transport {
+        TransportKind::InProcess => &["after-claim", "inside-handler", "after-handler-commit"],
+        TransportKind::Nats => &[
+            "after-claim",
+            "after-publish-before-mark",
+            "after-inbox-insert-before-ack",
+            "inside-handler",
+            "after-handler-commit",
+        ],
+    }
+}
+
+/// The `scale-worker` executable: `--worker-bin`, or the one beside this executable.
+fn worker_bin(plan: &Plan) -> Result<PathBuf, String> {
+    if let Some(bin) = &plan.worker_bin {
+        return Ok(bin.clone());
+    }
+    let me = std::env::current_exe().map_err(|e| format!("where am I? {e}"))?;
+    let mut dir = me
+        .parent()
+        .ok_or("this executable has no directory")?
+        .to_path_buf();
+    // Test executables live in `target/<profile>/deps`, the binaries one level up.
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    Ok(dir.join("scale-worker"))
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The live rows of both boxes, and (when there are none) whether every message has its
+/// inbox rows: the run is over when this is `(0, true)`.
+async fn drained(pool: &PgPool, schema: &str, inbox_rows: u64) -> Result<bool, sqlx::Error> {
+    let live: i64 = sqlx::query_scalar(&format!(
+        "SELECT (SELECT count(*) FROM \"{schema}\".outbox_events \
+                   WHERE status IN ('PENDING', 'PROCESSING')) \
+              + (SELECT count(*) FROM \"{schema}\".inbox_events \
+                   WHERE status IN ('PENDING', 'PROCESSING'))"
+    ))
+    .fetch_one(pool)
+    .await?;
+    if live > 0 {
+        return Ok(false);
+    }
+    let total: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM \"{schema}\".inbox_events"))
+        .fetch_one(pool)
+        .await?;
+    Ok(u64::try_from(total).is_ok_and(|t| t >= inbox_rows))
+}
+
+/// Creates and migrates the run's schema with the effect tables.
+async fn prepare(plan: &Plan, schema: &str) -> Result<PgStore, String> {
+    let store = PgStore::connect_with_schema(&plan.database_url, schema)
+        .await
+        .map_err(|e| format!("cannot reach PostgreSQL at {}: {e}", plan.database_url))?;
+    store
+        .migrate()
+        .await
+        .map_err(|e| format!("migrate {schema}: {e}"))?;
+    crate::create_tables(store.pool(), schema)
+        .await
+        .map_err(|e| format!("create the effect tables in {schema}: {e}"))?;
+    Ok(store)
+}
+
+/// Drops the run's schema.
+async fn drop_schema(pool: &PgPool, schema: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .execute(pool)
+        .await
+        .map(|_| ())
+}
+
+/// Runs `plan`; the report says whether the contract held. An `Err` is a run that could
+/// not be carried out (PostgreSQL unreachable at the start, a worker that never starts).
+pub async fn run(plan: &Plan) -> Result<Report, String> {
+    plan.check()?;
+    let seed = plan.seed.unwrap_or_else(rand::random);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let schema = format!("chaos_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let store = prepare(plan, &schema).await?;
+    let monitor = PgPoolOptions::new()
+        .max_connections(4)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&plan.database_url)
+        .await
+        .map_err(|e| format!("cannot reach PostgreSQL: {e}"))?;
+
+    let mut nats = match (plan.transport, &plan.nats_url) {
+        (TransportKind::Nats, None) => Some(NatsServer::start()?),
+        _ => None,
+    };
+    let mut args = vec![
+        "--database-url".to_owned(),
+        plan.database_url.clone(),
+        "--schema".to_owned(),
+        schema.clone(),
+        "--lease".to_owned(),
+        plan.lease.to_string(),
+        "--fail-rate".to_owned(),
+        plan.fail_rate.to_string(),
+    ];
+    if plan.transport == TransportKind::Nats {
+        let url = plan
+            .nats_url
+            .clone()
+            .or_else(|| nats.as_ref().map(NatsServer::url))
+            .unwrap_or_default();
+        args.extend([
+            "--nats".to_owned(),
+            url,
+            "--nats-prefix".to_owned(),
+            format!("chaos{}", &schema[6..14]),
+        ]);
+    }
+    let mut fleet = Fleet::start(worker_bin(plan)?, args, plan.workers).await?;
+    let watched: sampler::Watched = Arc::new(Mutex::new(fleet.pids()));
+    let (stop, stopped) = watch::channel(false);
+    let sampling = tokio::spawn(sampler::run(
+        monitor.clone(),
+        schema.clone(),
+        watched.clone(),
+        plan::secs(plan.sample_every),
+        stopped,
+    ));
+
+    let started = Instant::now();
+    let emission = {
+        let (store, plan) = (store.clone(), plan.clone());
+        tokio::spawn(async move { emitter::emit(&store, &plan).await })
+    };
+    let database_restart = plan.restart_database_at.map(|at| {
+        tokio::spawn(faults::restart_database(
+            plan.database_url.clone(),
+            plan.database_restart_command.clone(),
+            started + plan::secs(at),
+            started,
+        ))
+    });
+    let broker_outage = match plan.broker_outage_at {
+        Some(at) => {
+            let server = nats
+                .take()
+                .ok_or("--broker-outage-at needs the run's own nats-server")?;
+            let (at, down) = (started + plan::secs(at), plan::secs(plan.broker_outage));
+            Some(tokio::task::spawn_blocking(move || {
+                faults::broker_outage(server, at, down, started)
+            }))
+        }
+        None => None,
+    };
+
+    // Kill moments: one in each of `kills` equal slices of the emission's span.
+    let span = plan.emission_span();
+    let kills = plan.kills;
+    let kill_at: Vec<Duration> = (0..kills)
+        .map(|i| span.mul_f64((f64::from(i) + rng.gen::<f64>()) / f64::from(kills.max(1))))
+        .collect();
+    let takeover_timeout = plan.lease() * 2 + Duration::from_secs(30);
+
+    let mut report = Report::new(plan, seed, &schema);
+    let mut watches = Vec::new();
+    let mut next_kill = 0;
+    let mut emitted: Option<Emission> = None;
+    let mut emission = Some(emission);
+    let mut emission_ended: Option<Instant> = None;
+    let mut last_drain_check = Instant::now();
+    loop {
+        for (slot, exit) in fleet.exited() {
+            eprintln!("chaos: {} ended by itself ({})", exit.worker, exit.status);
+            if exit.armed.is_some() {
+                report.crash_point_exits.push(exit);
+            } else {
+                report.unexpected_exits.push(exit);
+            }
+            fleet.restart(slot, None).await?;
+            *watched.lock().map_err(|_| "sampler poisoned")? = fleet.pids();
+        }
+        if next_kill < kill_at.len() && started.elapsed() >= kill_at[next_kill] {
+            next_kill += 1;
+            let slot = rng.gen_range(0..fleet.len());
+            let killed_at = Instant::now();
+            let worker = fleet.kill(slot);
+            watches.push(tokio::spawn(takeover::watch(
+                monitor.clone(),
+                schema.clone(),
+                worker,
+                killed_at,
+                ms(killed_at - started),
+                takeover_timeout,
+            )));
+            let points = crash_points(plan.transport);
+            let armed = (plan.crash_points && rng.gen_bool(0.5)).then(|| {
+                let point = points[rng.gen_range(0..points.len())];
+                format!("{point}@{}", rng.gen_range(1..=20))
+            });
+            fleet.restart(slot, armed).await?;
+            *watched.lock().map_err(|_| "sampler poisoned")? = fleet.pids();
+        }
+        if emission
+            .as_ref()
+            .is_some_and(tokio::task::JoinHandle::is_finished)
+        {
+            if let Some(handle) = emission.take() {
+                let done = handle.await.map_err(|e| format!("emission task: {e}"))??;
+                eprintln!(
+                    "chaos: {} messages emitted in {} ms",
+                    done.committed, done.took_ms
+                );
+                emitted = Some(done);
+                emission_ended = Some(Instant::now());
+            }
+        }
+        if let (Some(done), Some(ended)) = (&emitted, emission_ended) {
+            if next_kill >= kill_at.len() && last_drain_check.elapsed() >= DRAIN_CHECK_EVERY {
+                last_drain_check = Instant::now();
+                let rows = done.committed * crate::SUBSCRIBERS.len() as u64;
+                if drained(&monitor, &schema, rows).await.unwrap_or(false) {
+                    break;
+                }
+                if ended.elapsed() >= plan::secs(plan.drain_timeout) {
+                    report.failures.push(format!(
+                        "not everything was handled {} s after emission ended",
+                        plan.drain_timeout
+                    ));
+                    break;
+                }
+            }
+        }
+        tokio::time::sleep(TICK).await;
+    }
+    report.drained_after_emission_ms = emission_ended.map_or(0, |e| ms(e.elapsed()));
+    report.took_ms = ms(started.elapsed());
+    let _ = stop.send(true);
+    report.unclean_stops = fleet.terminate(Duration::from_secs(30)).await;
+    for handle in watches {
+        report
+            .kills
+            .push(handle.await.map_err(|e| format!("takeover watch: {e}"))?);
+    }
+    if let Some(handle) = database_restart {
+        report.database_restart = Some(handle.await.map_err(|e| format!("restart task: {e}"))??);
+    }
+    if let Some(handle) = broker_outage {
+        let (server, outage) = handle.await.map_err(|e| format!("outage task: {e}"))?;
+        report.broker_outage = Some(outage?);
+        drop(server);
+    }
+    drop(nats);
+    report.samples = sampling.await.map_err(|e| format!("sampler: {e}"))?;
+    let emission = emitted.unwrap_or_default();
+    report.verification = verify::verify(&monitor, &schema, emission.committed, emission.poison)
+        .await
+        .map_err(|e| format!("verification queries failed: {e}"))?;
+    report.emission = emission;
+    report.judge(plan.lease() + TAKEOVER_SLACK, plan.max_rss_mib);
+    if report.passed() && !plan.keep_schema {
+        drop(store);
+        drop_schema(&monitor, &schema)
+            .await
+            .map_err(|e| format!("drop schema {schema}: {e}"))?;
+    }
+    Ok(report)
+}
