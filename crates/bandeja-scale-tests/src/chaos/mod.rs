@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bandeja::postgres::PgStore;
+use bandeja::postgres::{PgStore, PgStoreOptions};
 use bandeja::Store;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -107,9 +107,14 @@ async fn drained(pool: &PgPool, schema: &str, inbox_rows: u64) -> Result<bool, s
     Ok(u64::try_from(total).is_ok_and(|t| t >= inbox_rows))
 }
 
-/// Creates and migrates the run's schema with the effect tables.
+/// Creates and migrates the run's schema with the effect tables; the store returned is the
+/// one the run emits through.
 async fn prepare(plan: &Plan, schema: &str) -> Result<PgStore, String> {
-    let store = PgStore::connect_with_schema(&plan.database_url, schema)
+    let options = PgStoreOptions {
+        acquire_timeout: plan::secs(plan.emit_acquire_timeout),
+        ..PgStoreOptions::with_schema(schema)
+    };
+    let store = PgStore::connect_with_options(&plan.database_url, &options)
         .await
         .map_err(|e| format!("cannot reach PostgreSQL at {}: {e}", plan.database_url))?;
     store

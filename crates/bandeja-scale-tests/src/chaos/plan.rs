@@ -50,6 +50,10 @@ pub struct Plan {
     /// Emission rate in messages per second; 0 emits as fast as the database takes them.
     #[arg(long, default_value_t = 1_000.0)]
     pub emit_rate: f64,
+    /// How long an emission waits for a database connection before it fails (the store's
+    /// `acquire_timeout`), in seconds; the library's default is 5.
+    #[arg(long, default_value_t = 5.0)]
+    pub emit_acquire_timeout: f64,
     /// SIGKILLs of a random worker at random moments while messages are emitted.
     #[arg(long, default_value_t = 20)]
     pub kills: u32,
@@ -144,6 +148,7 @@ impl Plan {
         positive("drain-timeout", self.drain_timeout)?;
         positive("sample-every", self.sample_every)?;
         positive("broker-outage", self.broker_outage)?;
+        positive("emit-acquire-timeout", self.emit_acquire_timeout)?;
         if !(self.emit_rate.is_finite() && self.emit_rate >= 0.0) {
             return Err(format!(
                 "--emit-rate must be 0 (unpaced) or a positive rate, not {}",

@@ -32,19 +32,10 @@ pub(crate) trait Broker {
     fn start(&mut self);
 }
 
-/// Waits (at most 60 s) until something listens on `port` of 127.0.0.1 (`up`) or nothing
-/// does; for the brokers' synchronous stop and start, which poll the port.
+/// Waits (at most a minute) until something listens on `port` of 127.0.0.1 (`up`) or
+/// nothing does; panics otherwise.
 pub(crate) fn wait_for_port(port: u16, up: bool) {
-    for _ in 0..600 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() == up {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!(
-        "port {port} did not become {}",
-        if up { "open" } else { "closed" }
-    );
+    bandeja_scale_tests::nats_server::wait_for_port(port, up).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// A running `pair-service` process, killed when dropped.

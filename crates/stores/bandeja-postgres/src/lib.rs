@@ -32,6 +32,60 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// own sqlx migrations (which live in `public` by default).
 pub const DEFAULT_SCHEMA: &str = "bandeja";
 
+/// How [`PgStore::connect_with_options`] connects: the schema and the pool's size and
+/// patience.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgStoreOptions {
+    /// The schema holding the four boxes. Default [`DEFAULT_SCHEMA`].
+    pub schema: String,
+    /// Connections the pool may open. Default 16.
+    pub max_connections: u32,
+    /// How long an operation waits for a connection before it fails with a transient
+    /// [`StoreError`]: while the database is down, the longest an `emit` takes to say so
+    /// (it succeeds if the database is back sooner). Default 5 s.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PgStoreOptions {
+    fn default() -> Self {
+        PgStoreOptions {
+            schema: DEFAULT_SCHEMA.to_owned(),
+            max_connections: 16,
+            acquire_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl PgStoreOptions {
+    /// The defaults with the boxes in `schema`.
+    #[must_use]
+    pub fn with_schema(schema: impl Into<String>) -> Self {
+        PgStoreOptions {
+            schema: schema.into(),
+            ..PgStoreOptions::default()
+        }
+    }
+
+    fn validate(&self) -> Result<(), StoreError> {
+        validate_schema(&self.schema)?;
+        let problem = if self.max_connections == 0 {
+            Some("max_connections is 0: the pool needs at least one connection")
+        } else if self.acquire_timeout.is_zero() {
+            Some("acquire_timeout is zero: give operations some time to get a connection")
+        } else {
+            None
+        };
+        match problem {
+            Some(problem) => Err(StoreError::new(
+                StoreErrorKind::Permanent,
+                "validate the store options",
+                problem,
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Longest identifier PostgreSQL keeps (`NAMEDATALEN - 1`).
 const MAX_IDENTIFIER: usize = 63;
 
@@ -146,14 +200,23 @@ impl PgStore {
     /// starts the `NOTIFY` relay; it is listening when this returns. Run
     /// [`Store::migrate`](bandeja_core::Store::migrate) before use.
     pub async fn connect_with_schema(url: &str, schema: &str) -> Result<PgStore, StoreError> {
-        validate_schema(schema)?;
+        Self::connect_with_options(url, &PgStoreOptions::with_schema(schema)).await
+    }
+
+    /// Connects to `url` as [`PgStore::connect_with_schema`] does, with the pool's size and
+    /// acquire timeout of `options`.
+    pub async fn connect_with_options(
+        url: &str,
+        options: &PgStoreOptions,
+    ) -> Result<PgStore, StoreError> {
+        options.validate()?;
         let pool = PgPoolOptions::new()
-            .max_connections(16)
-            .acquire_timeout(Duration::from_secs(30))
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
             .connect(url)
             .await
             .map_err(|e| sqlx_error("connect to PostgreSQL", e))?;
-        let store = PgStore::from_pool(pool, Some(schema))?;
+        let store = PgStore::from_pool(pool, Some(&options.schema))?;
         store.create_schema().await?;
         store.listen().await?;
         Ok(store)
@@ -279,6 +342,26 @@ impl PgStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bad_store_options_say_what_to_change() {
+        assert_eq!(PgStoreOptions::default().validate().ok(), Some(()));
+        let zero_pool = PgStoreOptions {
+            max_connections: 0,
+            ..PgStoreOptions::default()
+        };
+        assert!(zero_pool
+            .validate()
+            .is_err_and(|e| e.to_string().contains("max_connections")));
+        let no_patience = PgStoreOptions {
+            acquire_timeout: Duration::ZERO,
+            ..PgStoreOptions::default()
+        };
+        assert!(no_patience
+            .validate()
+            .is_err_and(|e| e.to_string().contains("acquire_timeout")));
+        assert!(PgStoreOptions::with_schema("Bad-Name").validate().is_err());
+    }
 
     #[test]
     fn schema_names_are_plain_lowercase_identifiers() {
