@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use bandeja::postgres::PgStore;
 use bandeja::{
-    async_trait, Bandeja, Config, Event, EventHandler, HandlerContext, HandlerError,
-    MessageRecord, Store, TenantId,
+    async_trait, Bandeja, Config, Event, EventHandler, HandlerContext, HandlerError, MessageRecord,
+    Store, TenantId,
 };
 use bandeja_scale_tests::{worker_config, EffectWriter, Tick, SUBSCRIBERS};
 use common::try_fresh;
@@ -103,9 +103,8 @@ async fn a_tenant_backlog_does_not_delay_another_tenant() {
     let started = Instant::now();
 
     let b_rows = i64::try_from(LATE).expect("fits") * SUBSCRIBERS.len() as i64;
-    let completed = fresh.sql(
-        "SELECT count(*) FROM {s}.inbox_events WHERE tenant_id = $1 AND status = 'COMPLETED'",
-    );
+    let completed = fresh
+        .sql("SELECT count(*) FROM {s}.inbox_events WHERE tenant_id = $1 AND status = 'COMPLETED'");
     let count_done = |tenant: &TenantId| {
         let (sql, tenant) = (completed.clone(), tenant.to_string());
         let pool = store.pool().clone();
