@@ -1,11 +1,13 @@
-//! The infrastructure faults of a chaos run: PostgreSQL restarted under the workers, and
-//! the run's own `nats-server` killed (its connections cut without a close) and started
-//! again after a while.
+//! The infrastructure faults of a chaos run: PostgreSQL restarted under the workers; the
+//! run's own `nats-server` killed (its connections cut without a close) and started again
+//! after a while; the workers partitioned from the broker (connections open, no byte
+//! moving) and healed.
 
 use std::time::{Duration, Instant};
 
 use sqlx::{Connection, PgConnection};
 
+use super::proxy::PartitionProxy;
 use crate::nats_server::NatsServer;
 
 /// An outage the run caused.
@@ -85,4 +87,26 @@ pub(crate) fn broker_outage(
     });
     eprintln!("chaos: nats-server is back");
     (server, outage)
+}
+
+/// At `at`, partitions the workers from the broker behind `proxy` for `down`, then heals.
+pub(crate) async fn broker_partition(
+    proxy: std::sync::Arc<PartitionProxy>,
+    at: Instant,
+    down: Duration,
+    started: Instant,
+) -> Outage {
+    tokio::time::sleep_until(at.into()).await;
+    let began = Instant::now();
+    eprintln!("chaos: partitioning the workers from the broker for {down:?}");
+    proxy.partition(true);
+    // The partition itself: nothing gets through for this long.
+    tokio::time::sleep(down).await;
+    proxy.partition(false);
+    eprintln!("chaos: partition healed");
+    Outage {
+        at_ms: ms(began - started),
+        down_ms: ms(began.elapsed()),
+        detail: format!("no byte between workers and broker for {down:?}, connections left open"),
+    }
 }

@@ -9,12 +9,16 @@
 //! messages as an application would (a batch per transaction, paced), while the kills are
 //! spread over the emission's span; each kill is followed by a watch of the rows the dead
 //! worker held, which measures the takeover; then the run waits for everything to be
-//! handled, stops the workers with SIGTERM, and verifies.
+//! handled, stops the workers with SIGTERM, and verifies. A worker that cannot start (its
+//! database or broker is down) is tried again every 2 s, and the schedule waits for it.
+//! Over NATS, the workers may reach the broker through a proxy that partitions them
+//! (connections open, no byte moving) for a while.
 
 mod emitter;
 mod faults;
 mod fleet;
 pub mod plan;
+mod proxy;
 mod report;
 mod sampler;
 mod takeover;
@@ -107,6 +111,18 @@ async fn drained(pool: &PgPool, schema: &str, inbox_rows: u64) -> Result<bool, s
     Ok(u64::try_from(total).is_ok_and(|t| t >= inbox_rows))
 }
 
+/// The socket address of a `nats://host:port` URL (the first, if several).
+fn upstream_of(url: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let first = url.split(',').next().unwrap_or_default().trim();
+    let host_port = first.strip_prefix("nats://").unwrap_or(first);
+    host_port
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| format!("cannot resolve the NATS address {first}"))
+}
+
 /// Creates and migrates the run's schema with the effect tables; the store returned is the
 /// one the run emits through.
 async fn prepare(plan: &Plan, schema: &str) -> Result<PgStore, String> {
@@ -164,12 +180,21 @@ pub async fn run(plan: &Plan) -> Result<Report, String> {
         "--fail-rate".to_owned(),
         plan.fail_rate.to_string(),
     ];
+    let mut proxy = None;
     if plan.transport == TransportKind::Nats {
-        let url = plan
+        let mut url = plan
             .nats_url
             .clone()
             .or_else(|| nats.as_ref().map(NatsServer::url))
             .unwrap_or_default();
+        if plan.broker_partition_at.is_some() {
+            let upstream = upstream_of(&url)?;
+            let started = proxy::PartitionProxy::start(upstream)
+                .await
+                .map_err(|e| format!("cannot start the partition proxy: {e}"))?;
+            url = format!("nats://127.0.0.1:{}", started.port());
+            proxy = Some(Arc::new(started));
+        }
         args.extend([
             "--nats".to_owned(),
             url,
@@ -212,6 +237,16 @@ pub async fn run(plan: &Plan) -> Result<Report, String> {
             }))
         }
         None => None,
+    };
+
+    let broker_partition = match (plan.broker_partition_at, &proxy) {
+        (Some(at), Some(proxy)) => Some(tokio::spawn(faults::broker_partition(
+            proxy.clone(),
+            started + plan::secs(at),
+            plan::secs(plan.broker_partition),
+            started,
+        ))),
+        _ => None,
     };
 
     // Kill moments: one in each of `kills` equal slices of the emission's span.
@@ -271,8 +306,9 @@ pub async fn run(plan: &Plan) -> Result<Report, String> {
                     "chaos: {} messages emitted in {} ms",
                     done.committed, done.took_ms
                 );
+                // The emitter's own clock: this loop may notice late (a restart in hand).
+                emission_ended = Some(started + Duration::from_millis(done.took_ms));
                 emitted = Some(done);
-                emission_ended = Some(Instant::now());
             }
         }
         if let (Some(done), Some(ended)) = (&emitted, emission_ended) {
@@ -310,6 +346,10 @@ pub async fn run(plan: &Plan) -> Result<Report, String> {
         report.broker_outage = Some(outage?);
         drop(server);
     }
+    if let Some(handle) = broker_partition {
+        report.broker_partition = Some(handle.await.map_err(|e| format!("partition task: {e}"))?);
+    }
+    drop(proxy);
     drop(nats);
     report.samples = sampling.await.map_err(|e| format!("sampler: {e}"))?;
     let emission = emitted.unwrap_or_default();

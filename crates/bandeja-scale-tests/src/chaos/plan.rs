@@ -91,6 +91,14 @@ pub struct Plan {
     /// ...and start it again this many seconds later.
     #[arg(long, default_value_t = 30.0)]
     pub broker_outage: f64,
+    /// With `--transport nats`: partition the workers from the broker this many seconds
+    /// after emission starts — a proxy between them stops moving bytes but keeps every
+    /// connection open (no close, no reset)...
+    #[arg(long)]
+    pub broker_partition_at: Option<f64>,
+    /// ...and heals this many seconds later.
+    #[arg(long, default_value_t = 30.0)]
+    pub broker_partition: f64,
     /// Seconds to wait for everything to be handled once emission is over.
     #[arg(long, default_value_t = 600.0)]
     pub drain_timeout: f64,
@@ -149,6 +157,7 @@ impl Plan {
         positive("sample-every", self.sample_every)?;
         positive("broker-outage", self.broker_outage)?;
         positive("emit-acquire-timeout", self.emit_acquire_timeout)?;
+        positive("broker-partition", self.broker_partition)?;
         if !(self.emit_rate.is_finite() && self.emit_rate >= 0.0) {
             return Err(format!(
                 "--emit-rate must be 0 (unpaced) or a positive rate, not {}",
@@ -164,6 +173,7 @@ impl Plan {
         for (name, at) in [
             ("restart-database-at", self.restart_database_at),
             ("broker-outage-at", self.broker_outage_at),
+            ("broker-partition-at", self.broker_partition_at),
         ] {
             if let Some(at) = at {
                 if !(at.is_finite() && at >= 0.0) {
@@ -179,6 +189,9 @@ impl Plan {
                  (leave out --nats-url)"
                     .to_owned(),
             );
+        }
+        if self.broker_partition_at.is_some() && self.transport != TransportKind::Nats {
+            return Err("--broker-partition-at needs --transport nats".to_owned());
         }
         if self.kills > 0 && self.emit_rate == 0.0 {
             return Err(

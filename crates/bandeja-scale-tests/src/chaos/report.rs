@@ -35,6 +35,8 @@ pub struct Report {
     pub database_restart: Option<Outage>,
     /// The broker outage, if the plan had one.
     pub broker_outage: Option<Outage>,
+    /// The partition between workers and broker, if the plan had one.
+    pub broker_partition: Option<Outage>,
     /// From the end of emission until everything was handled, in milliseconds.
     pub drained_after_emission_ms: u64,
     /// From the start of emission until everything was handled, in milliseconds.
@@ -68,6 +70,7 @@ impl Report {
             unclean_stops: Vec::new(),
             database_restart: None,
             broker_outage: None,
+            broker_partition: None,
             drained_after_emission_ms: 0,
             took_ms: 0,
             samples: Samples::default(),
@@ -119,10 +122,14 @@ impl Report {
     /// of it): no worker can take anything over then, so its takeover is reported but not
     /// held to the bound.
     fn during_outage(&self, kill: &Takeover) -> bool {
-        [&self.database_restart, &self.broker_outage]
-            .into_iter()
-            .flatten()
-            .any(|o| kill.at_ms + self.lease_ms >= o.at_ms && kill.at_ms <= o.at_ms + o.down_ms)
+        [
+            &self.database_restart,
+            &self.broker_outage,
+            &self.broker_partition,
+        ]
+        .into_iter()
+        .flatten()
+        .any(|o| kill.at_ms + self.lease_ms >= o.at_ms && kill.at_ms <= o.at_ms + o.down_ms)
     }
 
     /// Adds the run's own rules to the verification's: takeovers within `takeover_bound`
@@ -202,6 +209,7 @@ impl Report {
         for (name, outage) in [
             ("database restart", &self.database_restart),
             ("broker outage", &self.broker_outage),
+            ("broker partition", &self.broker_partition),
         ] {
             if let Some(o) = outage {
                 let _ = writeln!(
