@@ -102,7 +102,8 @@ async fn a_tenant_backlog_does_not_delay_another_tenant() {
     emit(&store, &b, 1_000_000..1_000_000 + LATE).await;
     let started = Instant::now();
 
-    let b_rows = i64::try_from(LATE).expect("fits") * SUBSCRIBERS.len() as i64;
+    let subscribers = i64::try_from(SUBSCRIBERS.len()).expect("fits");
+    let b_rows = i64::try_from(LATE).expect("fits") * subscribers;
     let completed = fresh
         .sql("SELECT count(*) FROM {s}.inbox_events WHERE tenant_id = $1 AND status = 'COMPLETED'");
     let count_done = |tenant: &TenantId| {
@@ -122,7 +123,7 @@ async fn a_tenant_backlog_does_not_delay_another_tenant() {
     .await
     .expect("tenant B's events complete");
     let a_done = count_done(&a).await;
-    let a_total = i64::try_from(BACKLOG).expect("fits") * (SUBSCRIBERS.len() as i64 + 1);
+    let a_total = i64::try_from(BACKLOG).expect("fits") * (subscribers + 1);
     let b_rows_of_a_only: i64 = fresh
         .scalar(&format!(
             "SELECT count(*) FROM {{s}}.inbox_events WHERE subscriber = '{A_ONLY}' AND tenant_id <> 'tenant-a'"
