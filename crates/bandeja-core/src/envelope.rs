@@ -249,7 +249,9 @@ pub struct Command<T> {
 
 impl<T: Payload> Command<T> {
     /// A command for another tenant's service. The source tenant is the current one: an
-    /// error ([`Error::NoTenant`]) outside a tenant scope.
+    /// error ([`Error::NoTenant`]) outside a tenant scope. The target service follows the
+    /// rule of service names (1 to 128 characters, no whitespace or control characters);
+    /// a command that breaks it is refused when it is sent.
     pub fn to(
         target_tenant: TenantId,
         target_service: impl Into<String>,
@@ -332,7 +334,9 @@ pub(crate) fn validate_type_name(name: &str) -> Result<()> {
         || name.chars().any(|c| c.is_whitespace() || c.is_control())
     {
         return Err(Error::InvalidMessage(format!(
-            "message type `{name}` is not usable: use 1 to 255 characters without spaces"
+            "message type `{}` is not usable: set `Payload::TYPE` to a stable name of 1 to 255 \
+             characters without spaces or control characters, such as `shop.OrderPlaced`",
+            name.escape_debug()
         )));
     }
     Ok(())

@@ -18,8 +18,10 @@ pub enum Error {
     /// `Command::to` / `Command::to_self` were called outside a tenant scope.
     #[error("no tenant in context: run this inside `bandeja::tenant::scope(tenant, ...)` so the command knows its source tenant")]
     NoTenant,
-    /// A tenant id that cannot be used.
-    #[error("invalid tenant id `{0}`: it must be 1 to 128 characters without control characters")]
+    /// A tenant id that cannot be used (the id, cut to 128 characters).
+    #[error(
+        "invalid tenant id {0:?}: a tenant id is 1 to 128 bytes of text without control characters"
+    )]
     InvalidTenant(String),
     /// An illegal status transition.
     #[error(transparent)]

@@ -155,7 +155,8 @@ pub struct MessageRecord {
 
 impl MessageRecord {
     /// The record of an event. Fails on an empty type, a missing aggregate id (hydrate
-    /// inceptive events first) or a payload that does not serialize.
+    /// inceptive events first), a payload that does not serialize or text no store can keep
+    /// ([`MessageRecord::check_storable`]).
     pub fn from_event<T: Payload>(event: &Event<T>) -> Result<Self> {
         let record = Self::from_event_unhydrated(event)?;
         record.require_aggregate_id()?;
@@ -170,7 +171,7 @@ impl MessageRecord {
         let mut headers = event.headers.clone();
         headers.correlation_id = event.correlation_id.clone();
         headers.causation_id = event.causation_id;
-        Ok(MessageRecord {
+        let record = MessageRecord {
             id: event.id,
             kind: MessageKind::Event,
             tenant_id: event.tenant_id.clone(),
@@ -188,7 +189,9 @@ impl MessageRecord {
             target_tenant_id: None,
             target_service: None,
             occurred_at: event.occurred_at,
-        })
+        };
+        record.check_storable()?;
+        Ok(record)
     }
 
     /// Fills in a missing aggregate id (and the partition key that defaults to it).
@@ -208,10 +211,11 @@ impl MessageRecord {
                 self.message_type, self.id
             )));
         }
-        Ok(())
+        self.check_field("aggregate id", self.aggregate_id.as_deref())
     }
 
-    /// The record of a command.
+    /// The record of a command. Fails on an empty type, a target service that breaks the
+    /// rule of service names, a payload that does not serialize or text no store can keep.
     pub fn from_command<T: Payload>(command: &Command<T>) -> Result<Self> {
         validate_type_name(&command.command_type)?;
         if command.target_service.trim().is_empty() {
@@ -220,11 +224,14 @@ impl MessageRecord {
                 command.command_type
             )));
         }
+        // The rule every service name follows (`BandejaBuilder::service`): a target that
+        // breaks it could never be routed to a service.
+        crate::processing::registry::validate_name("target service", &command.target_service)?;
         let payload = serialize(&command.command_type, &command.payload)?;
         let mut headers = command.headers.clone();
         headers.correlation_id = command.correlation_id.clone();
         headers.causation_id = command.causation_id;
-        Ok(MessageRecord {
+        let record = MessageRecord {
             id: command.id,
             kind: MessageKind::Command,
             tenant_id: command.source_tenant_id.clone(),
@@ -239,7 +246,9 @@ impl MessageRecord {
             target_tenant_id: Some(command.target_tenant_id.clone()),
             target_service: Some(command.target_service.clone()),
             occurred_at: command.sent_at,
-        })
+        };
+        record.check_storable()?;
+        Ok(record)
     }
 
     /// The tenant of the inbox row: the target tenant for commands, the same tenant for events.
@@ -251,13 +260,78 @@ impl MessageRecord {
     pub fn check_size(&self, max_bytes: usize) -> Result<()> {
         if self.payload.len() > max_bytes {
             return Err(Error::InvalidMessage(format!(
-                "payload of `{}` is {} bytes, over the limit of {max_bytes}: store large data elsewhere and send a reference",
+                "payload of `{}` is {} bytes, over the limit of {max_bytes}: store large data \
+                 elsewhere and send a reference, or raise the limit with \
+                 `Outbox::max_payload_bytes` (default {DEFAULT_MAX_PAYLOAD_BYTES})",
                 self.message_type,
                 self.payload.len()
             )));
         }
         Ok(())
     }
+
+    /// Rejects text that no store can keep: a NUL character (`\0`) in the payload, a
+    /// header or a text column. PostgreSQL refuses NUL in `text` and `jsonb`, so a message
+    /// holding one could be written on one store and not on another; it is refused on all.
+    pub fn check_storable(&self) -> Result<()> {
+        self.check_field("aggregate id", self.aggregate_id.as_deref())?;
+        self.check_field("aggregate type", self.aggregate_type.as_deref())?;
+        self.check_field("partition key", self.partition_key.as_deref())?;
+        self.check_field("target service", self.target_service.as_deref())?;
+        let h = &self.headers;
+        self.check_field("correlation id", h.correlation_id.as_deref())?;
+        self.check_field("traceparent header", h.traceparent.as_deref())?;
+        self.check_field("source service header", h.source_service.as_deref())?;
+        for (name, value) in &h.extra {
+            if name.contains('\0') {
+                return Err(self.nul_error(&format!("header name {name:?}")));
+            }
+            self.check_field(&format!("header `{name}`"), Some(value))?;
+        }
+        if json_has_nul(&self.payload) {
+            return Err(Error::InvalidMessage(format!(
+                "payload of `{}` ({}) contains a NUL character (`\\u0000`), which PostgreSQL \
+                 cannot store: remove it, or encode binary data (base64, say)",
+                self.message_type, self.id
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_field(&self, what: &str, value: Option<&str>) -> Result<()> {
+        match value {
+            Some(text) if text.contains('\0') => Err(self.nul_error(what)),
+            _ => Ok(()),
+        }
+    }
+
+    fn nul_error(&self, what: &str) -> Error {
+        Error::InvalidMessage(format!(
+            "the {what} of `{}` ({}) contains a NUL character, which PostgreSQL cannot \
+             store: remove it, or encode binary data (base64, say)",
+            self.message_type, self.id
+        ))
+    }
+}
+
+/// Whether JSON text holds a NUL character: a raw NUL byte, or the escape `\u0000` (not
+/// an escaped backslash followed by `u0000`).
+pub(crate) fn json_has_nul(json: &str) -> bool {
+    let bytes = json.as_bytes();
+    let mut escaped = false;
+    for (i, &b) in bytes.iter().enumerate() {
+        if escaped {
+            escaped = false;
+            if b == b'u' && bytes.get(i + 1..i + 5) == Some(b"0000".as_slice()) {
+                return true;
+            }
+        } else if b == b'\\' {
+            escaped = true;
+        } else if b == 0 {
+            return true;
+        }
+    }
+    false
 }
 
 fn serialize<T: Payload>(message_type: &str, payload: &T) -> Result<String> {
@@ -445,6 +519,46 @@ mod tests {
             MessageRecord::from_event(&Event::new("Order", "1", Shipped { order: 1 })).unwrap();
         assert!(record.check_size(5).is_err());
         assert!(record.check_size(DEFAULT_MAX_PAYLOAD_BYTES).is_ok());
+    }
+
+    #[test]
+    fn nul_characters_are_refused_wherever_they_hide() {
+        assert!(json_has_nul(r#""a\u0000b""#));
+        assert!(json_has_nul("\"a\0b\""));
+        assert!(json_has_nul(r#"{"k\u0000":1}"#));
+        assert!(
+            json_has_nul(r#""\\\u0000""#),
+            "an escaped backslash, then a NUL"
+        );
+        assert!(
+            !json_has_nul(r#""\\u0000""#),
+            "an escaped backslash, then text"
+        );
+        assert!(!json_has_nul(r#""\u0001""#));
+        assert!(!json_has_nul(r#"{"a":"\\","b":"u0000"}"#));
+
+        let nul = Event::new("Order", "4\u{0}2", Shipped { order: 1 });
+        let err = MessageRecord::from_event(&nul).unwrap_err();
+        assert!(err.to_string().contains("aggregate id"), "{err}");
+        let err = MessageRecord::from_event(&Event::new("Order", "42", Note("a\u{0}".into())))
+            .unwrap_err();
+        assert!(err.to_string().contains("payload of `shop.Note`"), "{err}");
+        let header = Event::new("Order", "42", Shipped { order: 1 }).with_header("x", "\u{0}");
+        assert!(MessageRecord::from_event(&header).is_err());
+        let mut record =
+            MessageRecord::from_event_unhydrated(&Event::inceptive("Order", Shipped { order: 1 }))
+                .unwrap();
+        record.hydrate_aggregate_id("4\u{0}2");
+        assert!(
+            record.require_aggregate_id().is_err(),
+            "a hydrated id is checked too"
+        );
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Note(String);
+    impl Payload for Note {
+        const TYPE: &'static str = "shop.Note";
     }
 
     #[test]

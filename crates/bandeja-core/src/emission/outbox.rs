@@ -3,8 +3,10 @@
 //! current trace context, see [`telemetry::trace`](crate::telemetry::trace)) and is
 //! counted in `bandeja_messages_emitted_total`.
 
+use std::collections::HashSet;
+
 use crate::envelope::{Command, Event, Payload};
-use crate::error::Result;
+use crate::error::{Error, Result, StoreError, StoreErrorKind};
 use crate::record::{MessageKind, MessageRecord, DEFAULT_MAX_PAYLOAD_BYTES};
 use crate::store::Store;
 use crate::telemetry;
@@ -28,7 +30,15 @@ impl<S: Store> Outbox<S> {
         }
     }
 
-    /// Sets the largest serialized payload accepted (default 1 MiB).
+    /// Sets the largest serialized payload accepted (default 1 MiB,
+    /// [`DEFAULT_MAX_PAYLOAD_BYTES`]). A larger payload is refused with an error naming
+    /// both sizes, and nothing is written.
+    ///
+    /// ```no_run
+    /// # fn demo<S: bandeja_core::Store>(store: S) {
+    /// let outbox = bandeja_core::Outbox::new(store).max_payload_bytes(64 * 1024);
+    /// # }
+    /// ```
     #[must_use]
     pub fn max_payload_bytes(mut self, limit: usize) -> Self {
         self.max_payload_bytes = limit;
@@ -76,14 +86,80 @@ impl<S: Store> Outbox<S> {
         if records.is_empty() {
             return Ok(());
         }
+        // A single record (the common emit) needs no set to find a repeated id.
+        let mut ids = HashSet::with_capacity(if records.len() > 1 { records.len() } else { 0 });
         for record in &records {
             record.check_size(self.max_payload_bytes)?;
+            record.check_storable()?;
+            if records.len() > 1 && !ids.insert(record.id) {
+                return Err(Error::InvalidMessage(format!(
+                    "message id {} appears twice in one emission: give every message a fresh \
+                     id (`MessageId::new()`, as `Event::new` does)",
+                    record.id
+                )));
+            }
         }
         prepare(&mut records);
-        self.store.insert_outbox(conn, kind, &records).await?;
+        self.store
+            .insert_outbox(conn, kind, &records)
+            .await
+            .map_err(|e| explain_duplicate(e, kind, &records))?;
         telemetry::emitted(kind.outbox(), &records);
         Ok(())
     }
+}
+
+/// A message id that is already in the outbox: the source of a `Duplicate` store error
+/// raised by an outbox insert, naming the id and what to do.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{which} is already in {table}: give every message a fresh id (`MessageId::new()`, as \
+     `Event::new` does); emitting a message again is not a way to retry it, the dispatcher \
+     retries by itself"
+)]
+struct AlreadyInOutbox {
+    which: String,
+    table: &'static str,
+    #[source]
+    source: crate::error::BoxError,
+}
+
+/// Turns the `Duplicate` error of an outbox insert into one that names the message id
+/// (for a batch: its ids, since the database does not say which) and what to do. The kind
+/// stays `Duplicate`, the driver's error stays the source.
+pub(crate) fn explain_duplicate(
+    error: StoreError,
+    kind: MessageKind,
+    records: &[MessageRecord],
+) -> StoreError {
+    if error.kind != StoreErrorKind::Duplicate {
+        return error;
+    }
+    let which = match records {
+        [record] => format!("message id {}", record.id),
+        _ => {
+            let shown: Vec<String> = records.iter().take(3).map(|r| r.id.to_string()).collect();
+            let more = if records.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            };
+            format!(
+                "one of the {} message ids of this emission ({}{more})",
+                records.len(),
+                shown.join(", ")
+            )
+        }
+    };
+    StoreError::new(
+        StoreErrorKind::Duplicate,
+        error.operation,
+        AlreadyInOutbox {
+            which,
+            table: kind.outbox().table(),
+            source: error.source,
+        },
+    )
 }
 
 /// Gives every record a `traceparent` header (a child of the current trace context, or a

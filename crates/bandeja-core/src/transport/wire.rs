@@ -11,9 +11,10 @@
 //!
 //! Commands add `source_tenant_id`, `target_tenant_id` and `target_service`. `payload` is
 //! the message's JSON as it sits in the outbox (not re-encoded). Decoding checks what a row
-//! needs (an id, a usable type name, the kind the subject or queue carries) and says what
-//! is wrong otherwise; [`reject`] turns such a body into an inbox row that is stored FAILED
-//! with the reason instead of being lost or blocking the consumer.
+//! needs (an id, a usable type name, the kind the subject or queue carries, text without
+//! NUL characters, which no store keeps) and says what is wrong otherwise; [`reject`]
+//! turns such a body into an inbox row that is stored FAILED with the reason instead of
+//! being lost or blocking the consumer.
 
 use std::borrow::Cow;
 
@@ -175,7 +176,7 @@ pub fn decode(expected: MessageKind, body: &[u8]) -> Result<MessageRecord, WireE
             "a command without `target_service`".to_owned(),
         ));
     }
-    Ok(MessageRecord {
+    let record = MessageRecord {
         id: wire.id,
         kind,
         tenant_id: wire.tenant_id,
@@ -190,7 +191,23 @@ pub fn decode(expected: MessageKind, body: &[u8]) -> Result<MessageRecord, WireE
         target_tenant_id: wire.target_tenant_id,
         target_service: wire.target_service.map(Cow::into_owned),
         occurred_at: wire.occurred_at,
-    })
+    };
+    // Text no store can keep (a NUL character) is refused here, so that it becomes a
+    // rejected row instead of an insert that fails on every redelivery.
+    record.check_storable().map_err(|e| match e {
+        crate::error::Error::InvalidMessage(reason) => WireError::NotAMessage(reason),
+        other => WireError::NotAMessage(other.to_string()),
+    })?;
+    Ok(record)
+}
+
+/// `text` without NUL characters (each becomes U+FFFD), which no store can keep.
+fn storable(text: &str) -> Cow<'_, str> {
+    if text.contains('\0') {
+        Cow::Owned(text.replace('\0', "\u{fffd}"))
+    } else {
+        Cow::Borrowed(text)
+    }
 }
 
 /// The namespace of the ids given to bodies that are not messages (UUID v5 of the body, so
@@ -207,11 +224,12 @@ const KEPT_BODY_BYTES: usize = 64 * 1024;
 pub fn malformed(kind: MessageKind, body: &[u8], reason: &str) -> MessageRecord {
     let id = MessageId(uuid::Uuid::new_v5(&MALFORMED_NAMESPACE, body));
     let kept = &body[..body.len().min(KEPT_BODY_BYTES)];
-    let text = String::from_utf8_lossy(kept);
+    let lossy = String::from_utf8_lossy(kept);
+    let text = storable(&lossy);
     let mut headers = Headers::default();
     headers
         .extra
-        .insert(REJECTED_HEADER.to_owned(), reason.to_owned());
+        .insert(REJECTED_HEADER.to_owned(), storable(reason).into_owned());
     let tenant = TenantId::default_tenant();
     MessageRecord {
         id,
@@ -236,7 +254,7 @@ pub fn reject(mut record: MessageRecord, reason: &str) -> MessageRecord {
     record
         .headers
         .extra
-        .insert(REJECTED_HEADER.to_owned(), reason.to_owned());
+        .insert(REJECTED_HEADER.to_owned(), storable(reason).into_owned());
     record
 }
 
@@ -338,5 +356,24 @@ mod tests {
         );
         let command = malformed(MessageKind::Command, b"", "empty");
         assert!(command.target_service.is_some());
+    }
+
+    #[test]
+    fn nul_characters_are_refused_and_never_reach_a_rejected_row() {
+        let mut body: serde_json::Value =
+            serde_json::from_slice(&encode(&event(), None)).expect("json");
+        body["aggregate_id"] = "o\u{0}1".into();
+        let refused = decode(MessageKind::Event, body.to_string().as_bytes());
+        assert!(
+            matches!(&refused, Err(WireError::NotAMessage(m)) if m.contains("NUL")),
+            "{refused:?}"
+        );
+        body["aggregate_id"] = "o-1".into();
+        body["payload"] = serde_json::json!({ "note": "a\u{0}b" });
+        assert!(decode(MessageKind::Event, body.to_string().as_bytes()).is_err());
+
+        let row = malformed(MessageKind::Event, b"nul \0 inside", "reason \0 too");
+        assert_eq!(row.check_storable().ok(), Some(()));
+        assert!(reject(event(), "why \0").check_storable().is_ok());
     }
 }

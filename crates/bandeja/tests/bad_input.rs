@@ -1,0 +1,920 @@
+//! Bad input at every door, against real stores: each attempt gets a clear error (what is
+//! wrong and what to do) and writes nothing. "Nothing" is checked by reading every row of
+//! the four boxes before and after, with the attempt's transaction committed anyway.
+//!
+//! The emission doors run on SQLite (a temporary file) and on PostgreSQL (a schema of
+//! their own; `DATABASE_URL` or `postgres://postgres@127.0.0.1:5432/test`). When
+//! PostgreSQL is unreachable its test fails under `CI=true` and is skipped with a notice
+//! otherwise. The configuration doors need no database beyond checking that a refused
+//! configuration starts nothing and writes nothing.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bandeja::admin::{Admin, MessageFilter, Page};
+use bandeja::config::Group;
+use bandeja::error::StoreErrorKind;
+use bandeja::prelude::*;
+use bandeja::sqlite::SqliteStore;
+use bandeja::store::{Inspect, RowView};
+use bandeja::testing::eventually;
+use bandeja::{BoxKind, ConfigError, Error, MessageId, MessageRecord, Outbox};
+use bandeja_postgres::PgStore;
+use sqlx::{Connection, PgConnection};
+
+// ---------------------------------------------------------------------------------------
+// Payloads, good and bad
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Note {
+    text: String,
+}
+impl Payload for Note {
+    const TYPE: &'static str = "bad_input.Note";
+}
+
+fn note(text: &str) -> Note {
+    Note {
+        text: text.to_owned(),
+    }
+}
+
+/// A payload whose `Serialize` fails.
+#[derive(Debug, Clone, serde::Deserialize)]
+struct Refuses;
+impl serde::Serialize for Refuses {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom("this value cannot be written"))
+    }
+}
+impl Payload for Refuses {
+    const TYPE: &'static str = "bad_input.Refuses";
+}
+
+/// A map with non-string keys: JSON objects only have string keys.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Grid {
+    cells: BTreeMap<(u8, u8), String>,
+}
+impl Payload for Grid {
+    const TYPE: &'static str = "bad_input.Grid";
+}
+
+macro_rules! payload_named {
+    ($name:ident, $type:expr) => {
+        #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+        struct $name {
+            n: u32,
+        }
+        impl Payload for $name {
+            const TYPE: &'static str = $type;
+        }
+    };
+}
+payload_named!(Nameless, "");
+payload_named!(Blank, "   ");
+payload_named!(TwoWords, "order placed");
+payload_named!(Tabbed, "order\tplaced");
+payload_named!(Multiline, "order\nplaced");
+
+// ---------------------------------------------------------------------------------------
+// The harness: snapshots of every box, and an attempt that must be refused
+// ---------------------------------------------------------------------------------------
+
+/// Every row of the four boxes.
+async fn snapshot<S: Inspect>(store: &S) -> Vec<Vec<RowView>> {
+    let mut boxes = Vec::new();
+    for box_kind in BoxKind::ALL {
+        boxes.push(store.rows(box_kind).await.expect("read the box"));
+    }
+    boxes
+}
+
+fn total(snapshot: &[Vec<RowView>]) -> usize {
+    snapshot.iter().map(Vec::len).sum()
+}
+
+/// Runs `$attempt` (which may use `$conn`, an open transaction) and expects an error;
+/// commits the transaction anyway, then checks that no box changed. Evaluates to the error.
+macro_rules! refused {
+    ($store:expr, |$conn:ident| $attempt:expr) => {{
+        let store = $store;
+        let before = snapshot(store).await;
+        let mut tx = store.begin().await.expect("begin");
+        let result = {
+            let $conn = &mut *tx;
+            $attempt.await
+        };
+        // Whatever the failed attempt could have written would be committed now.
+        let _ = store.commit(tx).await;
+        let error = result.expect_err(concat!("refused: ", stringify!($attempt)));
+        let after = snapshot(store).await;
+        assert_eq!(
+            after,
+            before,
+            "`{}` changed the boxes ({} rows before, {} after): {error}",
+            stringify!($attempt),
+            total(&before),
+            total(&after)
+        );
+        error
+    }};
+}
+
+/// Asserts that `message` contains every fragment.
+fn says(message: impl std::fmt::Display, fragments: &[&str]) {
+    let message = message.to_string();
+    for fragment in fragments {
+        assert!(
+            message.contains(fragment),
+            "expected `{fragment}` in the message: {message}"
+        );
+    }
+}
+
+fn tenant(id: &str) -> TenantId {
+    TenantId::new(id).expect("a valid tenant id")
+}
+
+/// Quick workers, so the isolation check does not wait for the spec's polling intervals.
+fn quick_config() -> Config {
+    let mut config = Config::default();
+    for group in Group::ALL {
+        config.group_mut(group).polling_initial_delay = Duration::ZERO;
+        config.group_mut(group).polling_interval = Duration::from_millis(50);
+    }
+    config
+}
+
+/// Tenant ids made of SQL metacharacters, all valid: they are data.
+const NASTY_TENANTS: [&str; 6] = [
+    "x'; DROP TABLE outbox_events; --",
+    "o'brien",
+    "\" OR \"\"=\"",
+    "' OR 1=1 --",
+    "%",
+    "_\\",
+];
+
+/// Records which tenants' events reached a subscriber.
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<Vec<(TenantId, String)>>>);
+
+#[bandeja::async_trait]
+impl<S: Store> EventHandler<S, Note> for Seen {
+    async fn handle(
+        &self,
+        _ctx: &mut HandlerContext<'_, S>,
+        event: Event<Note>,
+    ) -> Result<(), HandlerError> {
+        self.0
+            .lock()
+            .expect("lock")
+            .push((event.tenant_id, event.payload.text));
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The emission doors, the same on every store
+// ---------------------------------------------------------------------------------------
+
+async fn every_emission_door<S: Admin>(store: S) {
+    let outbox = Outbox::new(store.clone());
+    let bandeja = Bandeja::builder(store.clone()).build().expect("build");
+
+    unserializable_payloads(&store, &outbox, &bandeja).await;
+    oversized_payloads(&store, &outbox, &bandeja).await;
+    unusable_type_names(&store, &outbox, &bandeja).await;
+    events_and_commands_missing_what_they_need(&store, &outbox).await;
+    text_no_database_can_store(&store, &outbox).await;
+    duplicate_ids(&store, &outbox, &bandeja).await;
+    tenant_ids_with_sql_metacharacters(&store, &outbox).await;
+}
+
+async fn unserializable_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandeja<S>) {
+    let refuses = Event::new("Thing", "1", Refuses);
+    let error = refused!(store, |conn| outbox.emit(conn, &refuses));
+    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    says(
+        &error,
+        &[
+            "cannot serialize the payload of `bad_input.Refuses`",
+            "this value cannot be written",
+        ],
+    );
+    let error = refused!(store, |_conn| bandeja.emit(&refuses));
+    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+
+    let grid = Grid {
+        cells: BTreeMap::from([((0, 0), "x".to_owned())]),
+    };
+    let error = refused!(store, |conn| outbox
+        .emit(conn, &Event::new("Board", "1", grid.clone())));
+    says(
+        &error,
+        &[
+            "cannot serialize the payload of `bad_input.Grid`",
+            "key must be a string",
+        ],
+    );
+    let command = bandeja::tenant::scope(tenant("acme"), async {
+        Command::to_self("billing", grid.clone()).expect("in a tenant scope")
+    })
+    .await;
+    let error = refused!(store, |conn| outbox.send(conn, &command));
+    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    let error = refused!(store, |_conn| bandeja.send(&command));
+    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+
+    // An aggregate refuses to record it, before anything reaches a transaction.
+    let mut recorded = RecordedEvents::default();
+    let error = recorded
+        .record(Event::inceptive("Board", grid))
+        .expect_err("refused when recorded");
+    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    assert!(recorded.is_empty());
+}
+
+async fn oversized_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandeja<S>) {
+    // `{"text":"…"}` is 11 bytes around the text.
+    let limited = outbox.clone().max_payload_bytes(64);
+    let over = Event::new("Thing", "1", note(&"x".repeat(54)));
+    let error = refused!(store, |conn| limited.emit(conn, &over));
+    assert!(matches!(error, Error::InvalidMessage(_)), "{error:?}");
+    says(
+        &error,
+        &[
+            "payload of `bad_input.Note` is 65 bytes, over the limit of 64",
+            "store large data elsewhere and send a reference",
+            "Outbox::max_payload_bytes",
+        ],
+    );
+
+    // The default limit (1 MiB) holds on every path into the outbox.
+    let huge = Event::new("Thing", "1", note(&"x".repeat(1024 * 1024)));
+    let error = refused!(store, |conn| outbox.emit(conn, &huge));
+    says(&error, &["over the limit of 1048576"]);
+    let error = refused!(store, |_conn| bandeja.emit(&huge));
+    says(&error, &["over the limit of 1048576"]);
+    let records = vec![
+        MessageRecord::from_event(&Event::new("Thing", "1", note("small"))).expect("record"),
+        MessageRecord::from_event(&huge).expect("record"),
+    ];
+    let error = refused!(store, |conn| outbox.emit_records(conn, records.clone()));
+    says(&error, &["over the limit"]);
+
+    // Exactly at the limit is accepted.
+    let at = Event::new("Thing", "1", note(&"x".repeat(53)));
+    let mut tx = store.begin().await.expect("begin");
+    limited
+        .emit(&mut *tx, &at)
+        .await
+        .expect("64 bytes fit a 64-byte limit");
+    drop(tx); // rolled back
+}
+
+async fn unusable_type_names<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandeja<S>) {
+    let fix = "set `Payload::TYPE` to a stable name";
+    let error = refused!(store, |conn| outbox
+        .emit(conn, &Event::new("T", "1", Nameless { n: 1 })));
+    assert!(matches!(error, Error::InvalidMessage(_)), "{error:?}");
+    says(&error, &["message type `` is not usable", fix]);
+    let error = refused!(store, |_conn| bandeja.emit(&Event::new(
+        "T",
+        "1",
+        Nameless { n: 1 }
+    )));
+    says(&error, &["message type `` is not usable"]);
+    let error = refused!(store, |conn| outbox
+        .emit(conn, &Event::new("T", "1", Blank { n: 1 })));
+    says(&error, &["message type `   ` is not usable", fix]);
+    let error = refused!(store, |conn| outbox
+        .emit(conn, &Event::new("T", "1", TwoWords { n: 1 })));
+    says(&error, &["message type `order placed` is not usable", fix]);
+    let error = refused!(store, |conn| outbox
+        .emit(conn, &Event::new("T", "1", Tabbed { n: 1 })));
+    says(&error, &["is not usable", fix]);
+    let error = refused!(store, |conn| outbox
+        .emit(conn, &Event::new("T", "1", Multiline { n: 1 })));
+    says(&error, &["is not usable", fix]);
+
+    // The envelope's fields are public: a type name changed by hand is checked too.
+    let mut renamed = Event::new("T", "1", note("n"));
+    renamed.event_type = "x".repeat(256);
+    let error = refused!(store, |conn| outbox.emit(conn, &renamed));
+    says(&error, &["is not usable", "1 to 255"]);
+    let mut command = bandeja::tenant::scope(tenant("acme"), async {
+        Command::to_self("billing", note("n")).expect("in a tenant scope")
+    })
+    .await;
+    command.command_type = String::new();
+    let error = refused!(store, |conn| outbox.send(conn, &command));
+    says(&error, &["message type `` is not usable", fix]);
+
+    // A subscriber for such a type is refused at build time.
+    let error = Bandeja::builder(store.clone())
+        .on_event::<Nameless, _>("audit", NamelessHandler)
+        .build()
+        .err()
+        .expect("refused at build");
+    says(&error, &["message type `` is not usable", fix]);
+}
+
+struct NamelessHandler;
+#[bandeja::async_trait]
+impl<S: Store> EventHandler<S, Nameless> for NamelessHandler {
+    async fn handle(
+        &self,
+        _ctx: &mut HandlerContext<'_, S>,
+        _event: Event<Nameless>,
+    ) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+async fn events_and_commands_missing_what_they_need<S: Admin>(store: &S, outbox: &Outbox<S>) {
+    // An event created before its aggregate has an id, never hydrated.
+    let inceptive = Event::inceptive("Order", note("n"));
+    let error = refused!(store, |conn| outbox.emit(conn, &inceptive));
+    says(
+        &error,
+        &[
+            "has no aggregate id",
+            "hydrate it after inserting the aggregate",
+        ],
+    );
+
+    // A command outside any tenant scope: refused when it is created.
+    let error = Command::to_self("billing", note("n")).expect_err("no tenant in context");
+    assert!(matches!(error, Error::NoTenant), "{error:?}");
+    says(&error, &["no tenant in context", "bandeja::tenant::scope"]);
+    let error = Command::to(tenant("globex"), "billing", note("n")).expect_err("no tenant");
+    assert!(matches!(error, Error::NoTenant), "{error:?}");
+
+    // A command without a usable target service.
+    for service in ["", "   "] {
+        let command = bandeja::tenant::scope(tenant("acme"), async {
+            Command::to(tenant("globex"), service, note("n")).expect("in a tenant scope")
+        })
+        .await;
+        let error = refused!(store, |conn| outbox.send(conn, &command));
+        says(
+            &error,
+            &[
+                "has an empty target service",
+                "name the service that must handle it",
+            ],
+        );
+    }
+    for service in ["bill ing", "billing\n", &"b".repeat(129)] {
+        let command = bandeja::tenant::scope(tenant("acme"), async {
+            Command::to_self(service, note("n")).expect("in a tenant scope")
+        })
+        .await;
+        let error = refused!(store, |conn| outbox.send(conn, &command));
+        says(
+            &error,
+            &["target service name", "1 to 128 characters without spaces"],
+        );
+    }
+
+    // Tenant ids that cannot be stored are refused when they are made.
+    for id in ["", "acme\n", "ac\u{0}me", &"t".repeat(129)] {
+        let error = TenantId::new(id).expect_err("refused");
+        assert!(matches!(error, Error::InvalidTenant(_)), "{error:?}");
+        says(
+            &error,
+            &[
+                "invalid tenant id",
+                "1 to 128 bytes of text without control characters",
+            ],
+        );
+    }
+}
+
+async fn text_no_database_can_store<S: Admin>(store: &S, outbox: &Outbox<S>) {
+    // NUL characters: PostgreSQL text and JSONB cannot hold them, so no store takes them.
+    let fix = "NUL character";
+    let error = refused!(store, |conn| outbox
+        .emit(conn, &Event::new("Order", "4\u{0}2", note("n"))));
+    says(&error, &["aggregate id", fix]);
+    let error = refused!(store, |conn| outbox
+        .emit(conn, &Event::new("Or\u{0}der", "42", note("n"))));
+    says(&error, &["aggregate type", fix]);
+    let error = refused!(store, |conn| outbox.emit(
+        conn,
+        &Event::new("Order", "42", note("n")).with_partition_key("k\u{0}")
+    ));
+    says(&error, &["partition key", fix]);
+    let error = refused!(store, |conn| outbox.emit(
+        conn,
+        &Event::new("Order", "42", note("n")).with_correlation_id("c\u{0}")
+    ));
+    says(&error, &["correlation id", fix]);
+    let error = refused!(store, |conn| outbox.emit(
+        conn,
+        &Event::new("Order", "42", note("n")).with_header("x-app", "v\u{0}")
+    ));
+    says(&error, &["header `x-app`", fix]);
+    let error = refused!(store, |conn| outbox.emit(
+        conn,
+        &Event::new("Order", "42", note("n")).with_header("x\u{0}", "v")
+    ));
+    says(&error, &["header", fix]);
+    let error = refused!(store, |conn| outbox
+        .emit(conn, &Event::new("Order", "42", note("a\u{0}b"))));
+    says(&error, &["payload of `bad_input.Note`", fix]);
+    let command = bandeja::tenant::scope(tenant("acme"), async {
+        Command::to_self("billing", note("n")).expect("in a tenant scope")
+    })
+    .await;
+    let error = refused!(store, |conn| outbox
+        .send(conn, &command.clone().with_partition_key("\u{0}")));
+    says(&error, &["partition key", fix]);
+
+    // A backslash followed by `u0000` is ordinary text, not a NUL.
+    let mut tx = store.begin().await.expect("begin");
+    outbox
+        .emit(&mut *tx, &Event::new("Order", "42", note("C:\\u0000\\dir")))
+        .await
+        .expect("an escaped backslash is not a NUL");
+    drop(tx); // rolled back
+}
+
+async fn duplicate_ids<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandeja<S>) {
+    let first = Event::new("Order", "dup", note("the original"));
+    let mut tx = store.begin().await.expect("begin");
+    outbox.emit(&mut *tx, &first).await.expect("emit");
+    store.commit(tx).await.expect("commit");
+    let before = snapshot(store).await;
+    let original: Vec<RowView> = before[0]
+        .iter()
+        .filter(|row| row.message.record.id == first.id)
+        .cloned()
+        .collect();
+    assert_eq!(original.len(), 1);
+
+    // The same id again (with another payload, so a silent overwrite would show).
+    let mut again = Event::new("Order", "dup", note("an impostor"));
+    again.id = first.id;
+    let error = refused!(store, |conn| outbox.emit(conn, &again));
+    match &error {
+        Error::Store(e) => assert_eq!(e.kind, StoreErrorKind::Duplicate, "{error}"),
+        other => panic!("expected a Duplicate store error, got {other:?}"),
+    }
+    says(
+        &error,
+        &[
+            &format!("message id {} is already in outbox_events", first.id),
+            "give every message a fresh id",
+        ],
+    );
+    // Through the runtime's own transaction too.
+    let error = refused!(store, |_conn| bandeja.emit(&again));
+    match &error {
+        Error::Store(e) => assert_eq!(e.kind, StoreErrorKind::Duplicate, "{error}"),
+        other => panic!("expected a Duplicate store error, got {other:?}"),
+    }
+    assert_eq!(snapshot(store).await, before, "the first row is untouched");
+
+    // The same id twice in one batch: refused before the database is asked.
+    let record = MessageRecord::from_event(&Event::new("Order", "b", note("n"))).expect("record");
+    let error = refused!(store, |conn| outbox
+        .emit_records(conn, vec![record.clone(), record.clone()]));
+    says(
+        &error,
+        &[
+            &format!("message id {} appears twice", record.id),
+            "give every message a fresh id",
+        ],
+    );
+
+    // A command id already in the outbox of commands.
+    let command = bandeja::tenant::scope(tenant("acme"), async {
+        Command::to_self("billing", note("n")).expect("in a tenant scope")
+    })
+    .await;
+    let mut tx = store.begin().await.expect("begin");
+    outbox.send(&mut *tx, &command).await.expect("send");
+    store.commit(tx).await.expect("commit");
+    let error = refused!(store, |conn| outbox.send(conn, &command));
+    says(
+        &error,
+        &[&format!(
+            "message id {} is already in outbox_commands",
+            command.id
+        )],
+    );
+}
+
+async fn tenant_ids_with_sql_metacharacters<S: Admin>(store: &S, outbox: &Outbox<S>) {
+    let before = snapshot(store).await;
+    let mut tx = store.begin().await.expect("begin");
+    let mut ids = BTreeMap::new();
+    // `initech`: a plain tenant no other check of this file writes for.
+    for (n, id) in NASTY_TENANTS.iter().chain(&["initech"]).enumerate() {
+        let event = Event::new("Order", n.to_string(), note(id)).with_tenant(tenant(id));
+        ids.insert(*id, event.id);
+        outbox
+            .emit(&mut *tx, &event)
+            .await
+            .expect("valid tenant ids are data");
+    }
+    store.commit(tx).await.expect("commit");
+
+    // Stored verbatim: every tenant's row is there, with its id as written.
+    let after = snapshot(store).await;
+    assert_eq!(
+        total(&after),
+        total(&before) + NASTY_TENANTS.len() + 1,
+        "no table dropped, no row lost"
+    );
+    for (id, message) in &ids {
+        let rows: Vec<_> = after[0]
+            .iter()
+            .filter(|r| r.message.record.id == *message)
+            .collect();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].message.record.tenant_id.as_str(), *id);
+    }
+
+    // Isolated: a filter on one tenant finds that tenant's row only; operator actions on
+    // it change nothing of anybody else's.
+    for (id, message) in &ids {
+        let filter = MessageFilter {
+            tenant: Some((*id).to_owned()),
+            ..MessageFilter::default()
+        };
+        let found = store
+            .list(
+                &filter,
+                Page {
+                    limit: 100,
+                    before_seq: None,
+                },
+            )
+            .await
+            .expect("list");
+        let found: Vec<MessageId> = found.iter().map(|v| v.message.record.id).collect();
+        assert_eq!(found, vec![*message], "tenant {id:?}");
+        assert_eq!(
+            store.retry(&filter).await.expect("retry"),
+            0,
+            "nothing FAILED"
+        );
+        assert_eq!(
+            store.replay(&filter).await.expect("replay"),
+            0,
+            "nothing COMPLETED"
+        );
+    }
+    assert_eq!(
+        snapshot(store).await,
+        after,
+        "operator filters changed nothing"
+    );
+
+    // A handler scoped to a tenant made of metacharacters sees its tenant's message only.
+    let nasty = tenant(NASTY_TENANTS[0]);
+    let seen = Seen::default();
+    let bandeja = Bandeja::builder(store.clone())
+        .config(quick_config())
+        .on_event_for_tenant::<Note, _>("scoped", nasty.clone(), seen.clone())
+        .build()
+        .expect("build");
+    let running = bandeja.start().await.expect("start");
+    eventually(Duration::from_secs(20), || async {
+        let done = store.rows(BoxKind::OutboxEvents).await.ok()?;
+        done.iter()
+            .all(|r| {
+                r.message.status != MessageStatus::Pending
+                    && r.message.status != MessageStatus::Processing
+            })
+            .then_some(())
+    })
+    .await
+    .expect("the outbox drains");
+    eventually(Duration::from_secs(20), || async {
+        (!seen.0.lock().expect("lock").is_empty()).then_some(())
+    })
+    .await
+    .expect("the scoped subscriber gets its message");
+    running.shutdown().await;
+    let seen = seen.0.lock().expect("lock").clone();
+    assert_eq!(seen, vec![(nasty, NASTY_TENANTS[0].to_owned())]);
+    let inbox = store.rows(BoxKind::InboxEvents).await.expect("rows");
+    assert!(inbox
+        .iter()
+        .all(|r| r.message.record.tenant_id.as_str() == NASTY_TENANTS[0]));
+}
+
+// ---------------------------------------------------------------------------------------
+// Stores
+// ---------------------------------------------------------------------------------------
+
+struct TempDir(std::path::PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn sqlite_store() -> (SqliteStore, TempDir) {
+    let dir = std::env::temp_dir().join(format!("bandeja-bad-input-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let guard = TempDir(dir.clone());
+    let url = format!("sqlite://{}", dir.join("boxes.db").display());
+    let store = SqliteStore::connect(&url).await.expect("open");
+    store.migrate().await.expect("migrate");
+    (store, guard)
+}
+
+fn database_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Drops the test's schema when dropped (also when the test panics), on a thread of its
+/// own with its own runtime.
+struct Schema {
+    url: String,
+    name: String,
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let url = self.url.clone();
+        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name);
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            runtime.block_on(async {
+                let mut conn = PgConnection::connect(&url)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                sqlx::query(&sql)
+                    .execute(&mut conn)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                conn.close().await.map_err(|e| e.to_string())
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: could not drop test schema {}: {dropped:?}",
+                self.name
+            );
+        }
+    }
+}
+
+/// A migrated store in a fresh schema, or `None` (after a notice) when PostgreSQL is
+/// unreachable outside CI. Panics in CI.
+async fn postgres_store() -> Option<(PgStore, Schema)> {
+    let url = database_url();
+    let reached =
+        match tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(&url)).await {
+            Ok(Ok(conn)) => conn.close().await.map_err(|e| e.to_string()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("timed out".to_owned()),
+        };
+    let hint = "start it with `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` or set DATABASE_URL";
+    if let Err(e) = reached {
+        assert!(!in_ci(), "PostgreSQL is unreachable at {url} ({e}): {hint}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "notice: PostgreSQL is unreachable at {url} ({e}); skipping: {hint}"
+        );
+        return None;
+    }
+    let schema = Schema {
+        url: url.clone(),
+        name: format!("bandeja_bad_input_{}", uuid::Uuid::new_v4().simple()),
+    };
+    let store = PgStore::connect_with_schema(&url, &schema.name)
+        .await
+        .expect("connect");
+    store.migrate().await.expect("migrate");
+    Some((store, schema))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_emission_door_refuses_bad_input_and_writes_nothing_on_sqlite() {
+    let (store, _guard) = sqlite_store().await;
+    every_emission_door(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_emission_door_refuses_bad_input_and_writes_nothing_on_postgres() {
+    let Some((store, _schema)) = postgres_store().await else {
+        return;
+    };
+    every_emission_door(store).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// The configuration doors
+// ---------------------------------------------------------------------------------------
+
+fn toml_error(text: &str) -> ConfigError {
+    Config::from_toml_str(text).expect_err(text)
+}
+
+fn env_error(vars: &[(&str, &str)]) -> ConfigError {
+    let vars = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+    Config::default().apply_env(vars).expect_err("refused")
+}
+
+fn key_of(error: &ConfigError) -> &str {
+    match error {
+        ConfigError::UnknownKey { key } | ConfigError::InvalidValue { key, .. } => key,
+        other => panic!("expected an error naming a key, got {other:?}"),
+    }
+}
+
+#[test]
+fn unknown_configuration_keys_are_named_with_a_suggestion() {
+    let error = toml_error("[events.outbox]\nbatch-sise = 5\n");
+    assert!(matches!(error, ConfigError::UnknownKey { .. }), "{error:?}");
+    assert_eq!(key_of(&error), "events.outbox.batch-sise");
+    says(
+        &error,
+        &[
+            "unknown configuration key `events.outbox.batch-sise`",
+            "did you mean `events.outbox.batch-size`?",
+        ],
+    );
+
+    let error = toml_error("stuck-treshold = \"PT5M\"\n");
+    assert_eq!(key_of(&error), "stuck-treshold");
+    says(&error, &["did you mean `stuck-threshold`?"]);
+
+    let error = toml_error("[events.outbox]\nbatch-size = 10\n[events.outbox.extra]\nx = 1\n");
+    assert_eq!(key_of(&error), "events.outbox.extra");
+    says(&error, &["expected one of", "`batch-size`"]);
+
+    let error = toml_error("[events.outbx]\nbatch-size = 10\n");
+    assert_eq!(key_of(&error), "events.outbx");
+    says(&error, &["did you mean `events.outbox`?"]);
+
+    let error = toml_error("\"'; DROP TABLE outbox_events; --\" = 1\n");
+    assert_eq!(key_of(&error), "\"'; DROP TABLE outbox_events; --\"");
+
+    let error = env_error(&[("BANDEJA_EVENTS_OUTBOX_BATCH_SIZ", "10")]);
+    assert_eq!(key_of(&error), "BANDEJA_EVENTS_OUTBOX_BATCH_SIZ");
+    says(
+        &error,
+        &["did you mean `BANDEJA_EVENTS_OUTBOX_BATCH_SIZE`?"],
+    );
+    let error = env_error(&[("BANDEJA_POLLING_INTERVAL", "5s")]);
+    says(
+        &error,
+        &[
+            "unknown configuration key `BANDEJA_POLLING_INTERVAL`",
+            "expected one of",
+        ],
+    );
+}
+
+#[test]
+fn negative_and_malformed_durations_are_named() {
+    let error = toml_error("[events.outbox]\npolling-interval = \"-5s\"\n");
+    assert_eq!(key_of(&error), "events.outbox.polling-interval");
+    says(
+        &error,
+        &["invalid value `-5s`", "durations cannot be negative"],
+    );
+    let error = toml_error("[commands.inbox]\nlock-at-most-for = \"PT-20S\"\n");
+    assert_eq!(key_of(&error), "commands.inbox.lock-at-most-for");
+    says(&error, &["durations cannot be negative"]);
+    let error = toml_error("stuck-threshold = \"soon\"\n");
+    assert_eq!(key_of(&error), "stuck-threshold");
+    says(
+        &error,
+        &[
+            "invalid value `soon`",
+            "expected a duration like `PT5S` or `5s`",
+        ],
+    );
+    let error = toml_error("[events.inbox]\nhandler-timeout = 30\n");
+    assert_eq!(key_of(&error), "events.inbox.handler-timeout");
+    says(&error, &["as a string: a bare number has no unit"]);
+    let error = toml_error("[events.inbox]\nretention = \"forever\"\n");
+    says(&error, &["events.inbox.retention", "or `off`"]);
+    let error = toml_error("[staleness]\npending = \"1 fortnight\"\n");
+    assert_eq!(key_of(&error), "staleness.pending");
+    says(&error, &["unknown unit `fortnight`"]);
+
+    let error = env_error(&[("BANDEJA_EVENTS_INBOX_POLLING_INTERVAL", "-1s")]);
+    assert_eq!(key_of(&error), "BANDEJA_EVENTS_INBOX_POLLING_INTERVAL");
+    says(&error, &["durations cannot be negative"]);
+    let error = env_error(&[("BANDEJA_STUCK_THRESHOLD", "5")]);
+    says(
+        &error,
+        &[
+            "BANDEJA_STUCK_THRESHOLD",
+            "missing unit after `5`, as in `5s`",
+        ],
+    );
+    // Longer than the stores' timestamps can hold: SQLite would compute no lease at all.
+    let error = toml_error("[events.inbox]\nlock-at-most-for = \"P100000W\"\n");
+    assert_eq!(key_of(&error), "events.inbox.lock-at-most-for");
+    says(&error, &["must be at most 100 years (P36500D)"]);
+    let error = env_error(&[("BANDEJA_STUCK_THRESHOLD", "18446744073709551615s")]);
+    assert_eq!(key_of(&error), "stuck-threshold");
+    says(&error, &["must be at most 100 years"]);
+    let error = toml_error("[events.outbox]\npolling-interval = \"PT0S\"\n");
+    assert_eq!(key_of(&error), "events.outbox.polling-interval");
+    says(&error, &["must be greater than zero"]);
+}
+
+#[test]
+fn zero_negative_and_oversized_batch_sizes_are_named() {
+    let error = toml_error("[events.inbox]\nbatch-size = 0\n");
+    assert_eq!(key_of(&error), "events.inbox.batch-size");
+    says(
+        &error,
+        &["invalid value `0`", "must be between 1 and 10000"],
+    );
+    let error = toml_error("[events.inbox]\nbatch-size = -5\n");
+    assert_eq!(key_of(&error), "events.inbox.batch-size");
+    says(
+        &error,
+        &[
+            "invalid value `-5`",
+            "expected an integer between 1 and 10000",
+        ],
+    );
+    let error = toml_error("[events.inbox]\nbatch-size = \"ten\"\n");
+    says(&error, &["events.inbox.batch-size", "expected an integer"]);
+    let error = toml_error("[commands.outbox]\nbatch-size = 10001\n");
+    says(
+        &error,
+        &["commands.outbox.batch-size", "must be between 1 and 10000"],
+    );
+    let error = toml_error("[commands.outbox]\nmax-retries = -1\n");
+    says(
+        &error,
+        &[
+            "commands.outbox.max-retries",
+            "expected an integer between 0 and 1000",
+        ],
+    );
+    let error = toml_error("[events.outbox]\nretry-jitter = 1.5\n");
+    says(
+        &error,
+        &["events.outbox.retry-jitter", "must be between 0.0 and 1.0"],
+    );
+    let error = env_error(&[("BANDEJA_COMMANDS_INBOX_BATCH_SIZE", "0")]);
+    says(
+        &error,
+        &["commands.inbox.batch-size", "must be between 1 and 10000"],
+    );
+    let error = env_error(&[("BANDEJA_COMMANDS_INBOX_BATCH_SIZE", "-3")]);
+    assert_eq!(key_of(&error), "BANDEJA_COMMANDS_INBOX_BATCH_SIZE");
+    says(&error, &["expected an integer between 1 and 10000"]);
+}
+
+/// A configuration refused in code stops `build()`: no worker starts, nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_configuration_starts_nothing_and_writes_nothing() {
+    let (store, _guard) = sqlite_store().await;
+    let before = snapshot(&store).await;
+    let mut zero_batch = quick_config();
+    zero_batch.events_inbox.batch_size = 0;
+    let mut backwards_lease = quick_config();
+    backwards_lease.commands_outbox.lock_at_most_for = Duration::from_secs(1);
+    let mut empty_topic = quick_config();
+    empty_topic
+        .command_topics
+        .insert("billing".into(), " ".into());
+    for (config, key) in [
+        (zero_batch, "events.inbox.batch-size"),
+        (backwards_lease, "commands.outbox.lock-at-most-for"),
+        (empty_topic, "commands.topics.billing"),
+    ] {
+        let error = Bandeja::builder(store.clone())
+            .config(config)
+            .on_event::<Note, _>("audit", Seen::default())
+            .build()
+            .err()
+            .expect("refused");
+        match &error {
+            Error::Config(config) => assert_eq!(key_of(config), key, "{error}"),
+            other => panic!("expected a configuration error, got {other:?}"),
+        }
+    }
+    assert_eq!(snapshot(&store).await, before);
+}
