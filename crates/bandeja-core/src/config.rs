@@ -14,6 +14,12 @@
 //!    replaces the whole routing table). `BANDEJA_LOG` and `BANDEJA_CONFIG` are reserved
 //!    for other uses and ignored here; any other `BANDEJA_` variable is an error.
 //!
+//! Per-subscriber time limits (inbox groups): the `handler-timeouts` table of a group,
+//! subscriber name → duration, overrides `handler-timeout` for that subscriber's handler
+//! (`[events.inbox.handler-timeouts] notification = "PT10S"`; in the environment
+//! `BANDEJA_EVENTS_INBOX_HANDLER_TIMEOUTS=notification=10s,inventory=2s`, which replaces
+//! the whole table). Every limit is capped by the group's `lock-at-most-for`.
+//!
 //! Housekeeping keys (see *Housekeeping* below): per group
 //! `completion-mode` (`update`, `delete`, `archive`) and `retention` (a duration or `off`),
 //! and the `[staleness]` table (`enabled`, `pending`, `processing`, `interval`); in the
@@ -141,8 +147,14 @@ pub struct WorkerConfig {
     /// Fraction (0..=1) of each delay that is randomized (`retry-jitter`).
     pub retry_jitter: f64,
     /// Time limit of one handler call for inbox groups, of one publish for outbox
-    /// groups (`handler-timeout`).
+    /// groups (`handler-timeout`). Whatever is set, one attempt never runs longer than
+    /// `lock-at-most-for`: past its lease another worker could take the row over.
     pub handler_timeout: Duration,
+    /// Inbox groups: subscribers with a time limit of their own instead of
+    /// `handler-timeout`, by subscriber name (`handler-timeouts`, a table; default: empty).
+    /// Also capped by `lock-at-most-for`. A name no handler of this process is registered
+    /// under makes [`BandejaBuilder::build`](crate::BandejaBuilder::build) fail.
+    pub handler_timeouts: BTreeMap<String, Duration>,
     /// Whether messages sharing a partition key are processed in order (`ordered`).
     pub ordered: bool,
     /// Inbox groups: one transaction per message, or one per batch with a savepoint per
@@ -210,6 +222,7 @@ impl WorkerConfig {
             retry_backoff_multiplier: 2.0,
             retry_jitter: 0.2,
             handler_timeout: Duration::from_secs(300),
+            handler_timeouts: BTreeMap::new(),
             ordered: true,
             handler_transaction: HandlerTransaction::Auto,
             completion_mode: CompletionMode::Update,
@@ -276,6 +289,8 @@ impl WorkerConfig {
         /// Sets `handler-timeout` (default: PT30S, the publish timeout, for outbox groups;
         /// PT5M for inbox groups).
         handler_timeout: Duration;
+        /// Sets `handler-timeouts`, every per-subscriber time limit at once (default: none).
+        handler_timeouts: BTreeMap<String, Duration>;
         /// Sets `ordered`, per-partition-key ordering (default: `true`).
         ordered: bool;
         /// Sets `handler-transaction` (default: `auto`).
@@ -284,6 +299,27 @@ impl WorkerConfig {
         completion_mode: CompletionMode;
         /// Sets `retention` (default: `None`, keep COMPLETED rows).
         retention: Option<Duration>;
+    }
+
+    /// Gives the handler registered under `subscriber` its own time limit, instead of
+    /// `handler-timeout` (an entry of `handler-timeouts`; inbox groups only). It is still
+    /// capped by `lock-at-most-for`; zero is rejected by validation.
+    #[must_use]
+    pub fn handler_timeout_for(mut self, subscriber: impl Into<String>, timeout: Duration) -> Self {
+        self.handler_timeouts.insert(subscriber.into(), timeout);
+        self
+    }
+
+    /// The time limit of one attempt of the handler registered under `subscriber` (its
+    /// `handler-timeouts` entry, or else `handler-timeout`), capped by `lock-at-most-for`
+    /// so that a hung handler never holds its row past its lease.
+    #[must_use]
+    pub fn effective_handler_timeout(&self, subscriber: Option<&str>) -> Duration {
+        subscriber
+            .and_then(|name| self.handler_timeouts.get(name))
+            .copied()
+            .unwrap_or(self.handler_timeout)
+            .min(self.lock_at_most_for)
     }
 
     /// The delay before retry number `retry_count` (1-based: the first retry is 1; 0 is
@@ -565,6 +601,7 @@ mod tests {
                 retry_backoff_multiplier: 2.0,
                 retry_jitter: 0.2,
                 handler_timeout: secs(timeout),
+                handler_timeouts: BTreeMap::new(),
                 ordered: true,
                 handler_transaction: HandlerTransaction::Auto,
                 completion_mode: CompletionMode::Update,
@@ -637,6 +674,8 @@ mod tests {
             .retry_backoff_multiplier(1.5)
             .retry_jitter(0.5)
             .handler_timeout(secs(9))
+            .handler_timeouts(BTreeMap::from([("a".to_owned(), secs(11))]))
+            .handler_timeout_for("b", secs(12))
             .ordered(false)
             .handler_transaction(HandlerTransaction::Message)
             .completion_mode(CompletionMode::Archive)
@@ -654,12 +693,34 @@ mod tests {
             retry_backoff_multiplier: 1.5,
             retry_jitter: 0.5,
             handler_timeout: secs(9),
+            handler_timeouts: BTreeMap::from([
+                ("a".to_owned(), secs(11)),
+                ("b".to_owned(), secs(12)),
+            ]),
             ordered: false,
             handler_transaction: HandlerTransaction::Message,
             completion_mode: CompletionMode::Archive,
             retention: Some(secs(10)),
         };
         assert_eq!(c, expected);
+    }
+
+    #[test]
+    fn a_subscriber_timeout_overrides_the_group_within_the_lease() {
+        let c = WorkerConfig::events_inbox_defaults() // PT5M, lease PT20S
+            .handler_timeout(secs(10))
+            .handler_timeout_for("quick", secs(2))
+            .handler_timeout_for("long", secs(60));
+        assert_eq!(c.effective_handler_timeout(Some("quick")), secs(2));
+        assert_eq!(c.effective_handler_timeout(Some("other")), secs(10));
+        assert_eq!(c.effective_handler_timeout(None), secs(10));
+        assert_eq!(
+            c.effective_handler_timeout(Some("long")),
+            secs(20),
+            "capped by lock-at-most-for"
+        );
+        let defaults = WorkerConfig::events_inbox_defaults();
+        assert_eq!(defaults.effective_handler_timeout(None), secs(20));
     }
 
     #[test]

@@ -77,6 +77,7 @@ pub struct BandejaBuilder<S: Store> {
     transport: Option<Arc<dyn Transport>>,
     service: Option<String>,
     handler_concurrency: usize,
+    handler_timeouts: std::collections::BTreeMap<String, Duration>,
 }
 
 impl<S: Store> BandejaBuilder<S> {
@@ -108,6 +109,25 @@ impl<S: Store> BandejaBuilder<S> {
     #[must_use]
     pub fn handler_concurrency(mut self, n: usize) -> Self {
         self.handler_concurrency = n.max(1);
+        self
+    }
+
+    /// Gives the handler registered under `subscriber` its own time limit for one attempt,
+    /// instead of its group's `handler-timeout` (for an event subscriber, `events.inbox`;
+    /// for a command handler, `commands.inbox`; both when the name is used for both). An
+    /// attempt that runs out of time is a failed attempt like an error: retried with
+    /// backoff, FAILED after `max-retries`, its transaction rolled back.
+    ///
+    /// The limit is capped by the group's `lock-at-most-for` (the lease of a claimed row):
+    /// a hung handler never holds its row past its lease, so the row returns to PENDING (or
+    /// FAILED) for a healthy attempt instead of waiting for the lease to expire.
+    ///
+    /// An entry for the same subscriber in the configuration (`handler-timeouts` of the
+    /// group) takes precedence, so operators can tune it without a rebuild. `build()` fails
+    /// when no handler is registered under `subscriber` or when `timeout` is zero.
+    #[must_use]
+    pub fn handler_timeout(mut self, subscriber: &str, timeout: Duration) -> Self {
+        self.handler_timeouts.insert(subscriber.to_owned(), timeout);
         self
     }
 
@@ -179,12 +199,18 @@ impl<S: Store> BandejaBuilder<S> {
         self
     }
 
-    /// Validates the configuration and the subscribers.
+    /// Validates the configuration and the subscribers (including the per-subscriber time
+    /// limits: each must name a registered subscriber).
     pub fn build(mut self) -> Result<Bandeja<S>> {
         if !self.errors.is_empty() {
             return Err(self.errors.remove(0));
         }
         self.config.validate()?;
+        crate::processing::timeouts::resolve(
+            &mut self.config,
+            &self.registry,
+            &self.handler_timeouts,
+        )?;
         // Completion modes are a property of the store handle the workers use.
         let store = self.store.with_completion(self.config.completion_modes())?;
         let worker_id = self.worker_id.unwrap_or_else(default_worker_id);
@@ -268,6 +294,7 @@ impl<S: Store> Bandeja<S> {
             transport: None,
             service: None,
             handler_concurrency: 16,
+            handler_timeouts: std::collections::BTreeMap::new(),
         }
     }
 

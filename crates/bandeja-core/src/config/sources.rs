@@ -16,7 +16,7 @@ use super::{
 };
 
 /// Keys of a worker group table, in documentation order.
-const GROUP_KEYS: [&str; 16] = [
+const GROUP_KEYS: [&str; 17] = [
     "enabled",
     "polling-interval",
     "polling-initial-delay",
@@ -29,6 +29,7 @@ const GROUP_KEYS: [&str; 16] = [
     "retry-backoff-multiplier",
     "retry-jitter",
     "handler-timeout",
+    "handler-timeouts",
     "ordered",
     "handler-transaction",
     "completion-mode",
@@ -198,6 +199,49 @@ impl<'a> Raw<'a> {
         }
     }
 
+    /// `handler-timeouts`: a TOML table of subscriber → duration, or in the environment
+    /// `name=duration` pairs separated by commas (blank entries skipped).
+    fn timeouts(self, key: &str) -> Result<BTreeMap<String, Duration>, ConfigError> {
+        let mut timeouts = BTreeMap::new();
+        match self {
+            Raw::Toml(Value::Table(table)) => {
+                for (subscriber, value) in table {
+                    let duration = Raw::Toml(value).duration(&join(key, subscriber))?;
+                    timeouts.insert(subscriber.clone(), duration);
+                }
+            }
+            Raw::Toml(_) => {
+                return Err(self.invalid(
+                    key,
+                    "expected a table of subscriber = duration, like `[events.inbox.handler-timeouts]` then `notification = \"PT10S\"`",
+                ))
+            }
+            Raw::Env(value) => {
+                for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+                    let bad = |reason: String| {
+                        self.invalid(
+                            key,
+                            format!("{reason} in `{entry}`; expected `subscriber=duration` pairs separated by commas"),
+                        )
+                    };
+                    let (subscriber, text) = entry
+                        .split_once('=')
+                        .ok_or_else(|| bad("missing `=`".to_owned()))?;
+                    let subscriber = subscriber.trim();
+                    if subscriber.is_empty() {
+                        return Err(bad("empty subscriber name".to_owned()));
+                    }
+                    let duration = parse_duration(text.trim())
+                        .map_err(|e| bad(format!("{DURATION_HINT} ({e})")))?;
+                    if timeouts.insert(subscriber.to_owned(), duration).is_some() {
+                        return Err(bad("subscriber listed twice".to_owned()));
+                    }
+                }
+            }
+        }
+        Ok(timeouts)
+    }
+
     fn completion_mode(self, key: &str) -> Result<CompletionMode, ConfigError> {
         self.text()
             .and_then(|t| t.parse().ok())
@@ -253,6 +297,7 @@ fn set_field(
         "retry-backoff-multiplier" => c.retry_backoff_multiplier = raw.float(key)?,
         "retry-jitter" => c.retry_jitter = raw.float(key)?,
         "handler-timeout" => c.handler_timeout = raw.duration(key)?,
+        "handler-timeouts" => c.handler_timeouts = raw.timeouts(key)?,
         "ordered" => c.ordered = raw.boolean(key)?,
         "handler-transaction" => c.handler_transaction = raw.handler_transaction(key)?,
         "completion-mode" => c.completion_mode = raw.completion_mode(key)?,
@@ -900,6 +945,80 @@ mod tests {
             )
         });
         assert_eq!(locks.ok(), Some((secs(60), secs(120))));
+    }
+
+    #[test]
+    fn handler_timeouts_come_from_toml_and_env() {
+        let text = "[events.inbox.handler-timeouts]\nnotification = \"PT10S\"\ninventory = \"2s\"";
+        let expected = BTreeMap::from([
+            ("inventory".to_owned(), secs(2)),
+            ("notification".to_owned(), secs(10)),
+        ]);
+        let config = Config::from_toml_str(text).map_err(|e| e.to_string());
+        assert_eq!(
+            config.map(|c| c.events_inbox.handler_timeouts),
+            Ok(expected.clone())
+        );
+        let value = "notification=10s, inventory = PT2S,";
+        let config = env(&[("BANDEJA_EVENTS_INBOX_HANDLER_TIMEOUTS", value)]);
+        let timeouts = config.map(|c| c.events_inbox.handler_timeouts);
+        assert_eq!(timeouts.map_err(|e| e.to_string()), Ok(expected));
+        // The environment replaces the whole table.
+        let mut base = Config::default();
+        base.commands_inbox = base.commands_inbox.handler_timeout_for("old", secs(1));
+        let vars = [(
+            "BANDEJA_COMMANDS_INBOX_HANDLER_TIMEOUTS".to_owned(),
+            "billing=3s".to_owned(),
+        )];
+        let replaced = base
+            .apply_env(vars)
+            .map(|c| c.commands_inbox.handler_timeouts);
+        let expected = BTreeMap::from([("billing".to_owned(), secs(3))]);
+        assert_eq!(replaced.ok(), Some(expected));
+    }
+
+    #[test]
+    fn bad_handler_timeouts_name_the_key() {
+        let toml_cases = [
+            (
+                "[events.inbox]\nhandler-timeouts = \"10s\"",
+                "events.inbox.handler-timeouts",
+                "expected a table of subscriber = duration",
+            ),
+            (
+                "[events.inbox.handler-timeouts]\nslow = 5",
+                "events.inbox.handler-timeouts.slow",
+                "a bare number has no unit",
+            ),
+            (
+                "[events.inbox.handler-timeouts]\nslow = \"0s\"",
+                "events.inbox.handler-timeouts.slow",
+                "greater than zero",
+            ),
+            (
+                "[commands.outbox.handler-timeouts]\nslow = \"1s\"",
+                "commands.outbox.handler-timeouts.slow",
+                "an outbox has no subscribers",
+            ),
+        ];
+        for (text, key, reason_part) in toml_cases {
+            let (found, _, reason) = invalid_value(Config::from_toml_str(text));
+            assert_eq!(found, key, "{text}");
+            assert!(reason.contains(reason_part), "{text}: {reason}");
+        }
+        let name = "BANDEJA_EVENTS_INBOX_HANDLER_TIMEOUTS";
+        for (value, reason_part) in [
+            ("slow", "missing `=`"),
+            ("=1s", "empty subscriber name"),
+            ("slow=soon", "expected a duration"),
+            ("slow=1s,slow=2s", "listed twice"),
+        ] {
+            let (key, found, reason) = invalid_value(env(&[(name, value)]));
+            assert_eq!((key.as_str(), found.as_str()), (name, value));
+            assert!(reason.contains(reason_part), "{value}: {reason}");
+        }
+        let zero = env(&[(name, "slow=0s")]);
+        assert_eq!(invalid_value(zero).0, "events.inbox.handler-timeouts.slow");
     }
 
     #[test]

@@ -83,18 +83,35 @@ impl WorkerConfig {
                     .to_owned(),
             ),
         ];
-        match checks.into_iter().find(|check| !check.0) {
-            Some((_, field, value, reason)) => Err(invalid(&join(group, field), &value, reason)),
-            None => Ok(()),
+        if let Some((_, field, value, reason)) = checks.into_iter().find(|check| !check.0) {
+            return Err(invalid(&join(group, field), &value, reason));
         }
+        let zero = self.handler_timeouts.iter().find(|(_, t)| t.is_zero());
+        if let Some((subscriber, timeout)) = zero {
+            let key = join(&join(group, "handler-timeouts"), subscriber);
+            return Err(invalid(&key, &d(*timeout), positive()));
+        }
+        Ok(())
     }
 }
 
 impl Config {
     /// Checks every group, `stuck-threshold` and `commands.topics`.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_duration_bounds()?;
         for g in Group::ALL {
             self.group(g).validate(g.key())?;
+        }
+        for g in [Group::EventsOutbox, Group::CommandsOutbox] {
+            if let Some((subscriber, timeout)) = self.group(g).handler_timeouts.iter().next() {
+                return Err(invalid(
+                    &join(&join(g.key(), "handler-timeouts"), subscriber),
+                    &format_duration(*timeout),
+                    "an outbox has no subscribers: set per-subscriber time limits under \
+                     `events.inbox` or `commands.inbox` (`handler-timeout` is the outbox's \
+                     publish timeout)",
+                ));
+            }
         }
         if self.stuck_threshold.is_zero() {
             let value = format_duration(self.stuck_threshold);
@@ -162,6 +179,51 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+/// Longest time any duration key accepts: 100 years. Past it, due times and leases do not
+/// fit the stores' timestamps (SQLite computes no time at all, PostgreSQL refuses it).
+const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+impl Config {
+    /// Every duration key (of every group, `stuck-threshold`, `[staleness]`) at most
+    /// [`MAX_DURATION`].
+    fn validate_duration_bounds(&self) -> Result<(), ConfigError> {
+        let s = &self.staleness;
+        let mut keyed = vec![
+            ("stuck-threshold".to_owned(), self.stuck_threshold),
+            (join(STALENESS, "pending"), s.pending),
+            (join(STALENESS, "processing"), s.processing),
+            (join(STALENESS, "interval"), s.interval),
+        ];
+        for g in Group::ALL {
+            let c = self.group(g);
+            let fields = [
+                ("polling-interval", Some(c.polling_interval)),
+                ("polling-initial-delay", Some(c.polling_initial_delay)),
+                ("lock-at-least-for", Some(c.lock_at_least_for)),
+                ("lock-at-most-for", Some(c.lock_at_most_for)),
+                ("retry-backoff-initial", Some(c.retry_backoff_initial)),
+                ("retry-backoff-max", Some(c.retry_backoff_max)),
+                ("handler-timeout", Some(c.handler_timeout)),
+                ("retention", c.retention),
+            ];
+            for (field, value) in fields {
+                if let Some(value) = value {
+                    keyed.push((join(g.key(), field), value));
+                }
+            }
+        }
+        match keyed.into_iter().find(|(_, value)| *value > MAX_DURATION) {
+            Some((key, value)) => Err(invalid(
+                &key,
+                &format_duration(value),
+                "must be at most 100 years (P36500D): a longer time does not fit the stores' \
+                 timestamps",
+            )),
+            None => Ok(()),
+        }
     }
 }
 
@@ -306,5 +368,23 @@ mod tests {
         let expected = "invalid value `PT5S` for `events.outbox.lock-at-most-for`: must be at \
                         least lock-at-least-for (PT10S); raise it or lower lock-at-least-for";
         assert_eq!(error.as_deref(), Some(expected));
+    }
+
+    #[test]
+    fn durations_past_a_century_name_their_key() {
+        let century = Duration::from_secs(100 * 365 * 24 * 3600);
+        let mut config = Config::default();
+        config.events_inbox.lock_at_most_for = century;
+        config.events_inbox.retention = Some(century);
+        assert_eq!(config.validate().ok(), Some(()));
+        config.events_inbox.lock_at_most_for = century + Duration::from_secs(1);
+        let (key, reason) = rejected(config.validate());
+        assert_eq!(key, "events.inbox.lock-at-most-for");
+        assert!(reason.contains("at most 100 years"), "{reason}");
+        let config = Config {
+            stuck_threshold: Duration::MAX,
+            ..Config::default()
+        };
+        assert_eq!(rejected(config.validate()).0, "stuck-threshold");
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::Ping;
-use crate::config::{Config, Enabled, Group};
+use crate::config::{Config, ConfigError, Enabled, Group};
 use crate::envelope::{Command, Event, MessageId, Payload};
 use crate::error::{Error, HandlerError};
 use crate::processing::{CommandHandler, EventBatchHandler, EventHandler, HandlerContext};
@@ -30,6 +30,12 @@ macro_rules! runtime_conformance_tests {
             failing_handler_retries_with_backoff_then_fails_with_its_error,
             permanent_error_fails_at_once,
             panicking_handler_counts_as_a_failure_and_the_worker_survives,
+            always_failing_handler_fails_alone_after_max_retries,
+            intermittently_failing_handler_completes_on_a_retry,
+            hung_handler_times_out_and_releases_its_lease_while_others_proceed,
+            a_retried_hung_message_does_not_hold_up_messages_claimed_with_it,
+            per_handler_timeout_overrides_the_group_timeout,
+            per_handler_timeout_mistakes_are_startup_errors,
             handler_emission_commits_with_the_handling_only,
             redelivered_message_never_reaches_the_handler_again,
             command_without_handler_fails_with_a_clear_error,
@@ -78,14 +84,25 @@ enum Behaviour {
     FailPermanently,
     PanicOn(u64),
     FailFirstAttemptOf(u64),
+    /// Every attempt on this payload number fails.
+    FailOn(u64),
+    /// The first attempts of every message fail (this many), the next one succeeds.
+    FailAttempts(u32),
     Hang,
+    /// Every attempt on this payload number hangs forever.
+    HangOn(u64),
     Pause(Duration),
 }
+
+/// Every attempt a [`Recorder`] saw, in the order they started: (subscriber, payload
+/// number, retry count of the row).
+type Tried = Arc<Mutex<Vec<(String, u64, u32)>>>;
 
 #[derive(Clone)]
 struct Recorder {
     seen: Seen,
     attempts: Arc<Mutex<u32>>,
+    tried: Tried,
     behaviour: Behaviour,
     emit_pong: bool,
 }
@@ -95,6 +112,7 @@ impl Recorder {
         Recorder {
             seen: Seen::default(),
             attempts: Arc::default(),
+            tried: Tried::default(),
             behaviour,
             emit_pong: false,
         }
@@ -106,6 +124,31 @@ impl Recorder {
 
     fn attempts(&self) -> u32 {
         self.attempts.lock().map(|a| *a).unwrap_or_default()
+    }
+
+    /// Every attempt so far, in order.
+    fn tried(&self) -> Vec<(String, u64, u32)> {
+        self.tried.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// The retry counts of the attempts on payload `n`, in order.
+    fn tries_of(&self, n: u64) -> Vec<u32> {
+        self.tried()
+            .into_iter()
+            .filter(|t| t.1 == n)
+            .map(|t| t.2)
+            .collect()
+    }
+
+    /// The payload numbers handled successfully, sorted.
+    fn handled(&self) -> Vec<u64> {
+        let mut handled: Vec<u64> = self
+            .seen
+            .lock()
+            .map(|s| s.iter().map(|s| s.2).collect())
+            .unwrap_or_default();
+        handled.sort_unstable();
+        handled
     }
 }
 
@@ -141,6 +184,9 @@ impl Recorder {
         if let Ok(mut a) = self.attempts.lock() {
             *a += 1;
         }
+        if let Ok(mut tried) = self.tried.lock() {
+            tried.push((ctx.subscriber().to_owned(), n, ctx.retry_count()));
+        }
         if self.emit_pong {
             ctx.emit(Event::new("Ping", format!("p{n}"), Pong { n }))?;
         }
@@ -151,7 +197,12 @@ impl Recorder {
             Behaviour::FailFirstAttemptOf(f) if f == n && ctx.retry_count() == 0 => {
                 return Err("first attempt fails".into())
             }
+            Behaviour::FailOn(f) if f == n => return Err(format!("always fails on {n}").into()),
+            Behaviour::FailAttempts(k) if ctx.retry_count() < k => {
+                return Err(format!("flaky: attempt {} fails", ctx.retry_count() + 1).into())
+            }
             Behaviour::Hang => std::future::pending::<()>().await,
+            Behaviour::HangOn(h) if h == n => std::future::pending::<()>().await,
             Behaviour::Pause(d) => tokio::time::sleep(d).await,
             _ => {}
         }
@@ -376,11 +427,100 @@ pub async fn permanent_error_fails_at_once<S: Inspect>(store: S) {
         .is_some_and(|e| e.contains("bad data")));
 }
 
-/// A panic is a failed attempt; the worker goes on with other messages.
+/// A panic is a failed attempt; the worker goes on with other messages, and other keys and
+/// subscribers are not held up by the panicking one (checked by `poison_fails_alone`).
 pub async fn panicking_handler_counts_as_a_failure_and_the_worker_survives<S: Inspect>(store: S) {
-    let recorder = Recorder::new(Behaviour::PanicOn(0));
+    poison_fails_alone(
+        store,
+        Behaviour::PanicOn(0),
+        &["handler panicked", "handler bug on 0"],
+    )
+    .await;
+}
+
+/// A handler that fails on every attempt of one message ends FAILED after `max-retries`
+/// with its error; every other message and subscriber completes (checked by
+/// `poison_fails_alone`).
+pub async fn always_failing_handler_fails_alone_after_max_retries<S: Inspect>(store: S) {
+    poison_fails_alone(store, Behaviour::FailOn(0), &["always fails on 0"]).await;
+}
+
+/// Subscriber `s` behaves as `poison` on message 0; `other` takes every message. Messages 1
+/// and 2 have keys of their own, message 3 shares message 0's key. Checks that:
+/// - `(s, 0)` is tried 1 + `max-retries` times and ends FAILED with the error (every part of
+///   `error_parts` in `last_error`), its lease released;
+/// - every other row completes on its first attempt, each handled once;
+/// - the other keys were handled before the poison's first retry (they waited for none of
+///   its backoffs), and message 3 only after the poison's last attempt (per-key order: a
+///   failing message delays its own key, then releases it when it fails for good).
+async fn poison_fails_alone<S: Inspect>(store: S, poison: Behaviour, error_parts: &[&str]) {
+    let (s, other) = (Recorder::new(poison), Recorder::new(Behaviour::Succeed));
     let mut config = fast_config();
-    config.events_inbox.max_retries = 1;
+    config.events_inbox.max_retries = 2;
+    let bandeja = Bandeja::builder(store.clone())
+        .config(config)
+        .on_event::<Ping, _>("s", s.clone())
+        .on_event::<Ping, _>("other", other.clone())
+        .build()
+        .expect("build");
+    let running = bandeja.start().await.expect("start");
+    let ids = emit_pings(&store, 0..4, |n| format!("k{}", n % 3)).await;
+    let rows = wait_rows(&store, BoxKind::InboxEvents, |rows| {
+        rows.len() == 8 && rows.iter().all(|r| r.message.status.is_terminal())
+    })
+    .await;
+    running.shutdown().await;
+    let is_poison =
+        |r: &RowView| r.message.subscriber.as_deref() == Some("s") && r.message.record.id == ids[0];
+    let poisoned: Vec<_> = rows.iter().filter(|r| is_poison(r)).collect();
+    assert_eq!(poisoned.len(), 1);
+    let failed = &poisoned[0];
+    assert_eq!(
+        (
+            failed.message.status,
+            failed.message.retry_count,
+            failed.locked_by.as_deref()
+        ),
+        (MessageStatus::Failed, 2, None)
+    );
+    let error = failed.message.last_error.clone().unwrap_or_default();
+    for part in error_parts {
+        assert!(error.contains(part), "`{part}` not in last_error `{error}`");
+    }
+    for row in rows.iter().filter(|r| !is_poison(r)) {
+        assert_eq!(
+            (row.message.status, row.message.retry_count),
+            (MessageStatus::Completed, 0),
+            "{:?} {}",
+            row.message.subscriber,
+            row.message.record.payload
+        );
+    }
+    assert_eq!(s.tries_of(0), vec![0, 1, 2], "first attempt + 2 retries");
+    assert_eq!(s.handled(), vec![1, 2, 3]);
+    assert_eq!(other.handled(), vec![0, 1, 2, 3]);
+    let tried = s.tried();
+    let position = |n: u64, retry: u32| tried.iter().position(|t| t.1 == n && t.2 == retry);
+    let first_retry = position(0, 1).expect("retried");
+    let last_attempt = position(0, 2).expect("retried twice");
+    for n in [1, 2] {
+        assert!(
+            position(n, 0).is_some_and(|p| p < first_retry),
+            "key k{n} waited for the poison's retries: {tried:?}"
+        );
+    }
+    assert!(
+        position(3, 0).is_some_and(|p| p > last_attempt),
+        "message 3 overtook the poison of its key: {tried:?}"
+    );
+}
+
+/// A handler that fails its first attempts completes on a retry: COMPLETED with the retries
+/// it took, each message handled (successfully) exactly once.
+pub async fn intermittently_failing_handler_completes_on_a_retry<S: Inspect>(store: S) {
+    let recorder = Recorder::new(Behaviour::FailAttempts(2));
+    let mut config = fast_config();
+    config.events_inbox.max_retries = 3;
     let bandeja = Bandeja::builder(store.clone())
         .config(config)
         .on_event::<Ping, _>("s", recorder.clone())
@@ -388,20 +528,384 @@ pub async fn panicking_handler_counts_as_a_failure_and_the_worker_survives<S: In
         .expect("build");
     let running = bandeja.start().await.expect("start");
     emit_pings(&store, 0..3, |n| format!("k{n}")).await;
-    let rows = wait_rows(&store, BoxKind::InboxEvents, |rows| {
-        rows.len() == 3 && rows.iter().all(|r| r.message.status.is_terminal())
-    })
+    let rows = wait_rows(
+        &store,
+        BoxKind::InboxEvents,
+        all(MessageStatus::Completed, 3),
+    )
     .await;
     running.shutdown().await;
-    assert_eq!(rows[0].message.status, MessageStatus::Failed);
-    assert!(rows[0]
+    assert!(
+        rows.iter().all(|r| r.message.retry_count == 2),
+        "{:?}",
+        rows.iter()
+            .map(|r| r.message.retry_count)
+            .collect::<Vec<_>>()
+    );
+    for n in 0..3 {
+        assert_eq!(recorder.tries_of(n), vec![0, 1, 2], "message {n}");
+    }
+    assert_eq!(recorder.handled(), vec![0, 1, 2], "each handled once");
+}
+
+/// A handler that hangs, with a per-handler timeout far below the group's limit (here the
+/// lease, `lock-at-most-for` = 10 s): each attempt is stopped after its own limit and fails
+/// with a timeout error; the row goes back to PENDING with its lease released, long before
+/// the lease would have expired, then FAILED after `max-retries`. Meanwhile messages of
+/// other keys and of another tenant, emitted while it hangs, are handled: delayed at most by
+/// the hung attempt in progress, a polling interval and a backoff, never by the lease.
+pub async fn hung_handler_times_out_and_releases_its_lease_while_others_proceed<S: Inspect>(
+    store: S,
+) {
+    let limit = Duration::from_millis(300);
+    let backoff = Duration::from_millis(250);
+    let recorder = Recorder::new(Behaviour::HangOn(0));
+    let mut config = fast_config();
+    config.events_inbox.max_retries = 1;
+    config.events_inbox.retry_backoff_initial = backoff;
+    config.events_inbox.retry_backoff_max = backoff;
+    let lease = config.events_inbox.lock_at_most_for;
+    let polling = config.events_inbox.polling_interval;
+    let bandeja = Bandeja::builder(store.clone())
+        .config(config)
+        .on_event::<Ping, _>("stuck", recorder.clone())
+        .handler_timeout("stuck", limit)
+        .build()
+        .expect("build");
+    assert_eq!(
+        bandeja
+            .config()
+            .events_inbox
+            .effective_handler_timeout(Some("stuck")),
+        limit
+    );
+    let running = bandeja.start().await.expect("start");
+    emit_pings(&store, 0..1, |_| "k0".into()).await;
+    eventually(WAIT, || async { (recorder.attempts() == 1).then_some(()) })
+        .await
+        .expect("the handler started hanging");
+    let hung_at = std::time::Instant::now();
+    let other_tenant = TenantId::new("tenant-b").expect("tenant");
+    let outbox = crate::emission::Outbox::new(store.clone());
+    let mut tx = store.begin().await.expect("begin");
+    let healthy = [
+        Event::new("Ping", "k1", Ping { n: 1 }),
+        Event::new("Ping", "k2", Ping { n: 2 }).with_tenant(other_tenant.clone()),
+    ];
+    for event in &healthy {
+        outbox.emit(&mut *tx, event).await.expect("emit");
+    }
+    store.commit(tx).await.expect("commit");
+    let emitted_at = std::time::Instant::now();
+    let is_hung =
+        |r: &RowView| r.message.record.id != healthy[0].id && r.message.record.id != healthy[1].id;
+    let (healthy_took, released) = tokio::join!(
+        async {
+            wait_rows(&store, BoxKind::InboxEvents, |rows| {
+                rows.iter()
+                    .filter(|r| !is_hung(r))
+                    .filter(|r| r.message.status == MessageStatus::Completed)
+                    .count()
+                    == 2
+            })
+            .await;
+            emitted_at.elapsed()
+        },
+        async {
+            let rows = wait_rows(&store, BoxKind::InboxEvents, |rows| {
+                rows.iter().any(|r| {
+                    is_hung(r)
+                        && r.message.status == MessageStatus::Pending
+                        && r.message.retry_count == 1
+                })
+            })
+            .await;
+            (hung_at.elapsed(), rows.into_iter().find(|r| is_hung(r)))
+        }
+    );
+    let (released_after, released) = released;
+    let released = released.expect("the hung row");
+    assert_eq!(released.locked_by, None, "the lease was released");
+    let error = released.message.last_error.clone().unwrap_or_default();
+    assert!(
+        error.contains("timed out after PT0.3S")
+            && error.contains("events.inbox.handler-timeouts.stuck"),
+        "{error}"
+    );
+    assert!(
+        released_after < lease / 4,
+        "the hung attempt was stopped after {released_after:?}, the lease is {lease:?}"
+    );
+    let bound = limit + polling + backoff + Duration::from_millis(500);
+    assert!(
+        healthy_took < bound,
+        "healthy messages took {healthy_took:?} (bound {bound:?}: the hung attempt in progress, a polling interval, a backoff and a margin)"
+    );
+    let rows = wait_rows(&store, BoxKind::InboxEvents, |rows| {
+        rows.iter()
+            .any(|r| is_hung(r) && r.message.status == MessageStatus::Failed)
+    })
+    .await;
+    let failed_after = hung_at.elapsed();
+    running.shutdown().await;
+    let failed = rows.iter().find(|r| is_hung(r)).expect("the hung row");
+    assert_eq!(
+        (failed.message.retry_count, failed.locked_by.as_deref()),
+        (1, None)
+    );
+    assert!(failed
         .message
         .last_error
         .as_deref()
-        .is_some_and(|e| e.contains("panicked") && e.contains("handler bug on 0")));
-    assert!(rows[1..]
+        .is_some_and(|e| e.contains("timed out after PT0.3S")));
+    assert!(
+        failed_after < lease / 2,
+        "two hung attempts took {failed_after:?}: each must end at its own limit, not at the lease ({lease:?})"
+    );
+    assert_eq!(recorder.tries_of(0), vec![0, 1]);
+    assert_eq!(recorder.handled(), vec![1, 2]);
+    let tenants: Vec<_> = rows
         .iter()
-        .all(|r| r.message.status == MessageStatus::Completed));
+        .filter(|r| !is_hung(r))
+        .map(|r| r.message.record.inbox_tenant().clone())
+        .collect();
+    assert!(tenants.contains(&other_tenant), "{tenants:?}");
+}
+
+/// A message that already failed once and hangs again does not hold up the healthy messages
+/// claimed with it (other keys, another tenant): they complete while its attempt is still
+/// running, well before its time limit, on every store and transaction mode.
+pub async fn a_retried_hung_message_does_not_hold_up_messages_claimed_with_it<S: Inspect>(
+    store: S,
+) {
+    let limit = Duration::from_secs(1);
+    let recorder = Recorder::new(Behaviour::HangOn(0));
+    // The inbox as a previous attempt left it: the hung message PENDING with one retry
+    // spent, and two healthy messages (one of another tenant) due with it.
+    let mut healthy = [super::ping(1, "k1"), super::ping(2, "k2")];
+    healthy[1].tenant_id = TenantId::new("tenant-b").expect("tenant");
+    let hung = super::ping(0, "k0");
+    let subscribers = vec!["stuck".to_owned()];
+    for record in std::iter::once(&hung).chain(&healthy) {
+        let delivery = Delivery {
+            record,
+            subscribers: &subscribers,
+        };
+        store
+            .receive(crate::MessageKind::Event, &[delivery])
+            .await
+            .expect("receive");
+    }
+    let request = crate::store::ClaimRequest {
+        worker_id: "earlier",
+        limit: 1,
+        lease: Duration::from_secs(30),
+        ordered: true,
+        from_seq: None,
+        tenant: None,
+    };
+    let earlier = store
+        .claim(BoxKind::InboxEvents, &request)
+        .await
+        .expect("claim");
+    assert_eq!(earlier.len(), 1);
+    assert_eq!(earlier[0].record.id, hung.id);
+    let retry = crate::store::Outcome {
+        id: hung.id,
+        subscriber: Some("stuck".to_owned()),
+        resolution: crate::store::Resolution::Retry {
+            retry_count: 1,
+            delay: Duration::ZERO,
+            error: "hung before".to_owned(),
+        },
+    };
+    store
+        .resolve(BoxKind::InboxEvents, "earlier", &[retry])
+        .await
+        .expect("resolve");
+    let mut config = fast_config();
+    config.events_inbox.max_retries = 1;
+    let bandeja = Bandeja::builder(store.clone())
+        .config(config)
+        .on_event::<Ping, _>("stuck", recorder.clone())
+        .handler_timeout("stuck", limit)
+        .build()
+        .expect("build");
+    let started = std::time::Instant::now();
+    let running = bandeja.start().await.expect("start");
+    let healthy_ids = [healthy[0].id, healthy[1].id];
+    let rows = wait_rows(&store, BoxKind::InboxEvents, |rows| {
+        rows.iter()
+            .filter(|r| healthy_ids.contains(&r.message.record.id))
+            .all(|r| r.message.status == MessageStatus::Completed)
+    })
+    .await;
+    let healthy_took = started.elapsed();
+    let hung_row = rows
+        .iter()
+        .find(|r| r.message.record.id == hung.id)
+        .expect("hung row");
+    assert!(
+        healthy_took < limit && hung_row.message.status == MessageStatus::Processing,
+        "the healthy messages took {healthy_took:?}, the hung one is {:?}: they waited for its attempt (limit {limit:?})",
+        hung_row.message.status
+    );
+    let rows = wait_rows(&store, BoxKind::InboxEvents, |rows| {
+        rows.iter()
+            .any(|r| r.message.record.id == hung.id && r.message.status == MessageStatus::Failed)
+    })
+    .await;
+    running.shutdown().await;
+    let hung_row = rows
+        .iter()
+        .find(|r| r.message.record.id == hung.id)
+        .expect("hung row");
+    assert!(hung_row
+        .message
+        .last_error
+        .as_deref()
+        .is_some_and(|e| e.contains("timed out after PT1S")));
+    assert_eq!(recorder.tries_of(0), vec![1]);
+    assert_eq!(recorder.handled(), vec![1, 2]);
+}
+
+/// A subscriber's own time limit (here from the configuration, `handler-timeouts`) overrides
+/// the group's `handler-timeout` for that subscriber only: on the same slow handler, the
+/// subscriber with a short limit times out (and ends FAILED), the one on the group's longer
+/// limit completes.
+pub async fn per_handler_timeout_overrides_the_group_timeout<S: Inspect>(store: S) {
+    let slow = Behaviour::Pause(Duration::from_millis(500));
+    let (patient, impatient) = (Recorder::new(slow), Recorder::new(slow));
+    let mut config = fast_config();
+    config.events_inbox.max_retries = 1;
+    config.events_inbox.handler_timeout = Duration::from_secs(3);
+    config.events_inbox = config
+        .events_inbox
+        .handler_timeout_for("impatient", Duration::from_millis(150));
+    let bandeja = Bandeja::builder(store.clone())
+        .config(config)
+        .on_event::<Ping, _>("patient", patient.clone())
+        .on_event::<Ping, _>("impatient", impatient.clone())
+        .build()
+        .expect("build");
+    let running = bandeja.start().await.expect("start");
+    emit_pings(&store, 0..1, |_| "k".into()).await;
+    let rows = wait_rows(&store, BoxKind::InboxEvents, |rows| {
+        rows.len() == 2 && rows.iter().all(|r| r.message.status.is_terminal())
+    })
+    .await;
+    running.shutdown().await;
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r.message.subscriber.as_deref() == Some(name))
+            .expect("row")
+    };
+    let (done, failed) = (row("patient"), row("impatient"));
+    assert_eq!(
+        (done.message.status, done.message.retry_count),
+        (MessageStatus::Completed, 0)
+    );
+    assert_eq!(
+        (failed.message.status, failed.message.retry_count),
+        (MessageStatus::Failed, 1)
+    );
+    let error = failed.message.last_error.clone().unwrap_or_default();
+    assert!(
+        error.contains("timed out after PT0.15S")
+            && error.contains("events.inbox.handler-timeouts.impatient"),
+        "{error}"
+    );
+    assert_eq!(patient.handled(), vec![0]);
+    assert_eq!(impatient.tries_of(0), vec![0, 1]);
+    assert!(
+        impatient.handled().is_empty(),
+        "no attempt finished in time"
+    );
+}
+
+/// Per-handler time limits are checked at startup: a subscriber name no handler is
+/// registered under (in code or in the configuration) and a zero limit are errors naming
+/// the setting; a configuration entry takes precedence over the builder's.
+pub async fn per_handler_timeout_mistakes_are_startup_errors<S: Inspect>(store: S) {
+    let build = |config: Config, code: Option<(&str, Duration)>| {
+        let mut builder = Bandeja::builder(store.clone())
+            .config(config)
+            .on_event::<Ping, _>("s", Recorder::new(Behaviour::Succeed));
+        if let Some((name, timeout)) = code {
+            builder = builder.handler_timeout(name, timeout);
+        }
+        builder.build()
+    };
+    let rejected = |result: crate::error::Result<Bandeja<S>>| {
+        let error = result.err().expect("build must fail");
+        let text = error.to_string();
+        match error {
+            Error::Config(ConfigError::InvalidValue { key, .. }) => (key, text),
+            other => panic!("expected an invalid value, got {other}"),
+        }
+    };
+    let second = Duration::from_secs(1);
+    let (key, message) = rejected(build(Config::default(), Some(("ghost", second))));
+    assert_eq!(key, "BandejaBuilder::handler_timeout(\"ghost\")");
+    assert!(
+        message.contains(
+            "no handler is registered under the subscriber name `ghost` (registered: `s`)"
+        ),
+        "{message}"
+    );
+    let (key, message) = rejected(build(Config::default(), Some(("s", Duration::ZERO))));
+    assert!(
+        key.contains("(\"s\")") && message.contains("greater than zero"),
+        "{message}"
+    );
+    let with = |group: Group, name: &str, timeout: Duration| {
+        let mut config = Config::default();
+        let settings = config.group_mut(group);
+        *settings = settings.clone().handler_timeout_for(name, timeout);
+        config
+    };
+    let cases = [
+        (
+            with(Group::EventsInbox, "ghost", second),
+            "events.inbox.handler-timeouts.ghost",
+            "no event handler is registered under the subscriber name `ghost`",
+        ),
+        (
+            with(Group::CommandsInbox, "s", second),
+            "commands.inbox.handler-timeouts.s",
+            "no command handler is registered under the subscriber name `s`",
+        ),
+        (
+            with(Group::EventsInbox, "s", Duration::ZERO),
+            "events.inbox.handler-timeouts.s",
+            "greater than zero",
+        ),
+        (
+            with(Group::EventsOutbox, "s", second),
+            "events.outbox.handler-timeouts.s",
+            "an outbox has no subscribers",
+        ),
+    ];
+    for (config, expected_key, reason) in cases {
+        let (key, message) = rejected(build(config, None));
+        assert_eq!(key, expected_key);
+        assert!(message.contains(reason), "{message}");
+    }
+    let configured = with(Group::EventsInbox, "s", Duration::from_secs(2));
+    let bandeja = build(configured, Some(("s", second))).expect("build");
+    assert_eq!(
+        bandeja.config().events_inbox.handler_timeouts.get("s"),
+        Some(&Duration::from_secs(2)),
+        "the configuration's entry wins over the builder's"
+    );
+    let bandeja = build(Config::default(), Some(("s", second))).expect("build");
+    let inbox = &bandeja.config().events_inbox;
+    assert_eq!(inbox.effective_handler_timeout(Some("s")), second);
+    assert_eq!(
+        inbox.effective_handler_timeout(Some("unnamed")),
+        inbox.lock_at_most_for,
+        "without an entry, the group's handler-timeout (PT5M) capped by the lease (PT20S)"
+    );
 }
 
 /// What a handler emits commits with its handling: a failed attempt leaves nothing behind,

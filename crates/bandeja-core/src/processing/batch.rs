@@ -26,12 +26,12 @@ struct Unit<'m, S: Store> {
 fn units<'m, S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
-    chunk: &'m [StoredMessage],
+    chunk: &[&'m StoredMessage],
     failures: &mut Vec<Outcome>,
 ) -> Vec<Unit<'m, S>> {
     let mut units: Vec<Unit<'m, S>> = Vec::new();
     let mut groups: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for message in chunk {
+    for &message in chunk {
         let handler = match run::handler_for(shared, box_kind, message) {
             Ok(handler) => handler,
             Err(outcome) => {
@@ -72,15 +72,7 @@ async fn attempt<S: Store>(
         .savepoint(tx, SavepointStep::Open)
         .await
         .map_err(broken)?;
-    match run::run_handler(
-        shared,
-        tx,
-        handler,
-        messages,
-        run::timeout(shared, box_kind),
-    )
-    .await
-    {
+    match run::run_handler(shared, tx, box_kind, handler, messages).await {
         Ok(records) => {
             shared
                 .store
@@ -106,7 +98,7 @@ pub(crate) async fn handle_chunk<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
     token: &str,
-    chunk: &[StoredMessage],
+    chunk: &[&StoredMessage],
 ) -> Vec<Outcome> {
     let mut failures = Vec::new();
     let units = units(shared, box_kind, chunk, &mut failures);

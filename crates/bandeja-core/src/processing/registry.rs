@@ -190,6 +190,19 @@ impl<S: Store> Registry<S> {
             .unwrap_or_default()
     }
 
+    /// The subscriber names of `kind`, sorted, each once (a name may take several types).
+    pub(crate) fn subscriber_names(&self, kind: MessageKind) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .by_type
+            .iter()
+            .filter(|((k, _), _)| *k == kind)
+            .flat_map(|(_, list)| list.iter().map(|s| s.name.as_str()))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
     /// The handler registered for `message_type` under `name`.
     pub(crate) fn find(
         &self,

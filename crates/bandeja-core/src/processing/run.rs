@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures::FutureExt;
 
 use crate::attempt;
+use crate::config::{format_duration, Group, WorkerConfig};
 use crate::error::{FailureKind, StoreError};
 use crate::processing::handler::{ErasedHandler, HandlerContext};
 use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
@@ -122,26 +123,50 @@ pub(crate) fn span(message: &StoredMessage) -> tracing::Span {
     )
 }
 
-/// A handler may not outlive its lease: past it, another worker may take the row over.
-pub(crate) fn timeout<S: Store>(shared: &Shared<S>, box_kind: BoxKind) -> Duration {
-    let config = shared.config.group(box_kind.group());
-    config.handler_timeout.min(config.lock_at_most_for)
+/// The error of an attempt stopped after `limit`, naming the setting that gave the limit
+/// (the subscriber's `handler-timeouts` entry, the group's `handler-timeout`, or the lease
+/// that caps both: a handler may not outlive its lease, past it another worker may take
+/// the row over).
+fn timed_out(
+    group: Group,
+    config: &WorkerConfig,
+    subscriber: Option<&str>,
+    limit: Duration,
+) -> String {
+    let own = subscriber.and_then(|name| config.handler_timeouts.get(name).map(|t| (name, *t)));
+    let wanted = own.map_or(config.handler_timeout, |(_, t)| t);
+    let setting = match own {
+        _ if wanted > limit => {
+            format!("`{group}.lock-at-most-for`, the lease, which caps the handler's time limit")
+        }
+        Some((name, _)) => format!("`{group}.handler-timeouts.{name}`"),
+        None => format!("`{group}.handler-timeout`"),
+    };
+    format!(
+        "handler timed out after {} (the limit set by {setting}); its work was rolled back",
+        format_duration(limit)
+    )
 }
 
 /// Runs the handler on `tx` in the messages' tenant scope (several messages only for a
-/// batch handler), then writes what it emitted
-/// into the outbox on the same transaction. Returns what it emitted (to wake the
-/// dispatchers after the commit).
+/// batch handler) within its time limit (see [`WorkerConfig::effective_handler_timeout`]),
+/// then writes what it emitted into the outbox on the same transaction. Returns what it
+/// emitted (to wake the dispatchers after the commit).
 pub(crate) async fn run_handler<S: Store>(
     shared: &Shared<S>,
     tx: &mut S::Tx,
+    box_kind: BoxKind,
     handler: &dyn ErasedHandler<S>,
     messages: &[&StoredMessage],
-    timeout: Duration,
 ) -> Result<Vec<MessageRecord>, AttemptFailed> {
     let Some(first) = messages.first() else {
         return Ok(Vec::new());
     };
+    // Several messages only for a batch handler: one subscriber, one limit.
+    let group = box_kind.group();
+    let config = shared.config.group(group);
+    let subscriber = first.subscriber.as_deref();
+    let timeout = config.effective_handler_timeout(subscriber);
     let mut ctx = HandlerContext::<S>::new(tx, first);
     let call = async {
         if handler.batches() {
@@ -160,8 +185,8 @@ pub(crate) async fn run_handler<S: Store>(
     crate::fault::point("inside-handler");
     match outcome {
         Err(_elapsed) => {
-            return Err(AttemptFailed::retriable(format!(
-                "handler timed out after {timeout:?} (handler-timeout, capped by lock-at-most-for)"
+            return Err(AttemptFailed::retriable(timed_out(
+                group, config, subscriber, timeout,
             )))
         }
         Ok(Err(panic)) => {

@@ -42,14 +42,7 @@ async fn in_transaction<S: Store>(
         .begin()
         .await
         .map_err(|e| AttemptFailed::from_store(&e))?;
-    let emitted = run::run_handler(
-        shared,
-        &mut tx,
-        handler,
-        &[message],
-        run::timeout(shared, box_kind),
-    )
-    .await?;
+    let emitted = run::run_handler(shared, &mut tx, box_kind, handler, &[message]).await?;
     let held = shared
         .store
         .complete_in(
