@@ -360,7 +360,10 @@ impl<S: Store> Bandeja<S> {
         let mut tx = store.begin().await?;
         store
             .insert_outbox(&mut *tx, kind, std::slice::from_ref(&record))
-            .await?;
+            .await
+            .map_err(|e| {
+                crate::emission::explain_duplicate(e, kind, std::slice::from_ref(&record))
+            })?;
         store.commit(tx).await?;
         crate::fault::point("after-emit-commit");
         crate::telemetry::emitted(kind.outbox(), std::slice::from_ref(&record));

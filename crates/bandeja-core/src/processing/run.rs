@@ -216,7 +216,9 @@ pub(crate) async fn run_handler<S: Store>(
                 .store
                 .insert_outbox(&mut **tx, kind, &batch)
                 .await
-                .map_err(|e| AttemptFailed::from_store(&e))?;
+                .map_err(|e| {
+                    AttemptFailed::from_store(&crate::emission::explain_duplicate(e, kind, &batch))
+                })?;
         }
     }
     Ok(emitted)
