@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_flag() {
-        let err = plan(&["--lease", "-1"]).check().unwrap_err();
+        let err = plan(&["--lease=-1"]).check().unwrap_err();
         assert!(err.contains("--lease"), "{err}");
         let err = plan(&["--broker-outage-at", "5"]).check().unwrap_err();
         assert!(err.contains("--transport nats"), "{err}");
