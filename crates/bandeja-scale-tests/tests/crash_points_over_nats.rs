@@ -130,16 +130,24 @@ async fn a_consumer_crash_between_inbox_insert_and_ack_is_redelivered_and_absorb
     assert!(stored > 0, "it died with stored, unacknowledged messages");
     let mut restarted = Service::start("consumer", &consumer_args);
     settle(&producer_db, &consumer_db, EVENTS + COMMANDS).await;
-    let redelivered: i64 = consumer_db
-        .scalar(
-            "SELECT count(*) FROM (SELECT delivery_count FROM {s}.inbox_events UNION ALL \
-               SELECT delivery_count FROM {s}.inbox_commands) AS d WHERE delivery_count > 1",
-        )
-        .await;
+    // Everything may be handled before the broker gives up on the dead consumer's
+    // unacknowledged messages (its ack wait, 30 s): wait for the redelivery itself.
+    let redelivered = bandeja::testing::eventually(Duration::from_secs(90), || async {
+        let again: i64 = consumer_db
+            .scalar(
+                "SELECT count(*) FROM (SELECT delivery_count FROM {s}.inbox_events UNION ALL \
+                   SELECT delivery_count FROM {s}.inbox_commands) AS d WHERE delivery_count > 1",
+            )
+            .await;
+        (again > 0).then_some(again)
+    })
+    .await;
     assert!(
-        redelivered > 0,
+        redelivered.is_ok(),
         "what it stored before dying came again and was absorbed"
     );
+    // Absorbed: nothing was applied twice, nothing is left.
+    settle(&producer_db, &consumer_db, EVENTS + COMMANDS).await;
     restarted.terminate().await;
     producer.terminate().await;
 }
