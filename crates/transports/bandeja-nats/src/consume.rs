@@ -24,6 +24,9 @@ const FIRST_PAUSE: Duration = Duration::from_millis(100);
 /// The longest pause between two tries: short, so consuming resumes about a second after
 /// an outage ends.
 const MAX_PAUSE: Duration = Duration::from_secs(1);
+/// The pause before pulling a partition again that another process of the service holds
+/// (its batch in flight): short, since that batch is being stored and acknowledged.
+const BUSY_PAUSE: Duration = Duration::from_millis(20);
 /// How long past `fetch_wait` an empty pull may take before it counts as unanswered (the
 /// server answers an expired pull itself; the client gives up 5 s after `fetch_wait`).
 const NO_ANSWER_MARGIN: Duration = Duration::from_secs(3);
@@ -56,6 +59,10 @@ enum FetchError {
     Status(#[source] async_nats::Error),
     #[error("the server did not answer the pull (consumer or stream missing?)")]
     NoAnswer,
+    /// Another process of the service holds the partition's in-flight messages
+    /// (`max_ack_pending`): nothing is wrong, the partition is busy.
+    #[error("another process holds the partition's messages in flight")]
+    Busy,
 }
 
 /// One partition's consumer loop.
@@ -141,6 +148,14 @@ impl Partition {
                         return;
                     }
                 }
+                Err(FetchError::Busy) => {
+                    // Several processes of a service share the partition's consumer; the
+                    // one holding its in-flight batch acknowledges it soon.
+                    consumer = Some(current);
+                    if !self.pause(BUSY_PAUSE).await {
+                        return;
+                    }
+                }
                 Err(error) => {
                     // The handle is dropped: the consumer is created again before the next pull.
                     tracing::warn!(consumer = self.name(), %error, "pulling failed: retrying");
@@ -167,6 +182,9 @@ impl Partition {
             match item {
                 Ok(message) => messages.push(message),
                 // What arrived before the error is a valid delivery: store it.
+                Err(error) if messages.is_empty() && max_ack_pending_reached(&*error) => {
+                    return Err(FetchError::Busy)
+                }
                 Err(error) if messages.is_empty() => return Err(FetchError::Status(error)),
                 Err(error) => {
                     tracing::debug!(consumer = self.name(), %error, "pull ended early");
@@ -232,6 +250,15 @@ impl Partition {
     }
 }
 
+/// Whether a pull ended with JetStream's `409 Exceeded MaxAckPending`: the client reports
+/// the status only as text.
+fn max_ack_pending_reached(error: &(dyn std::error::Error + Send + Sync)) -> bool {
+    error
+        .to_string()
+        .to_ascii_lowercase()
+        .contains("maxackpending")
+}
+
 /// Whether creating a consumer failed because its stream does not exist.
 fn stream_missing(error: &async_nats::jetstream::stream::ConsumerError) -> bool {
     matches!(error.kind(), ConsumerErrorKind::JetStream(e) if e.error_code() == ErrorCode::STREAM_NOT_FOUND)
@@ -276,6 +303,19 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_partition_is_told_apart_from_a_failed_pull() {
+        // The text async-nats 0.51 gives a pull ended by `409 Exceeded MaxAckPending`.
+        let busy = std::io::Error::other(
+            "error while processing messages from the stream: 409, Some(\"Exceeded MaxAckPending\")",
+        );
+        assert!(max_ack_pending_reached(&busy));
+        let gone = std::io::Error::other(
+            "error while processing messages from the stream: 409, Some(\"Consumer Deleted\")",
+        );
+        assert!(!max_ack_pending_reached(&gone));
+    }
 
     #[test]
     fn backoff_doubles_up_to_its_cap() {
