@@ -5,76 +5,22 @@
 
 mod common;
 
-use std::time::Duration;
-
 use bandeja_core::{MessageId, Store};
+use bandeja_postgres::testing::{database_url, SchemaGuard};
 use bandeja_postgres::PgStore;
 use common::{bandeja, field, listed, run_on, runtime, seed, FAILING, FAILURE, SEEDED, SUCCEEDING};
 use sqlx::{Connection, PgConnection, Row};
 
-/// How to start the local cluster.
-const START_HINT: &str = "start it with `pg_ctlcluster --skip-systemctl-redirect \
-     $(ls /etc/postgresql) main start` or set DATABASE_URL";
-
-fn database_url() -> String {
-    std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// A schema of this test's own, dropped with `CASCADE` when the guard goes.
-struct Schema {
-    url: String,
-    name: String,
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        let (url, sql) = (
-            self.url.clone(),
-            format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name),
-        );
-        let dropped = runtime().block_on(async move {
-            let mut conn = PgConnection::connect(&url).await?;
-            sqlx::query(&sql).execute(&mut conn).await?;
-            conn.close().await
-        });
-        if let Err(e) = dropped {
-            eprintln!("warning: could not drop test schema {}: {e}", self.name);
-        }
-    }
-}
-
-/// A fresh schema name, or `None` (after a notice) when PostgreSQL is unreachable outside
-/// CI. Panics in CI.
-fn fresh_schema() -> Option<Schema> {
-    let url = database_url();
-    let reached = runtime().block_on(async {
-        match tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(&url)).await {
-            Ok(Ok(conn)) => conn.close().await.map_err(|e| e.to_string()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err("timed out".to_owned()),
-        }
-    });
-    match reached {
-        Ok(()) => Some(Schema {
-            url,
-            name: format!("bandeja_cli_{}", uuid::Uuid::new_v4().simple()),
-        }),
-        Err(e) if in_ci() => panic!("PostgreSQL is unreachable at {url} ({e}): {START_HINT}"),
-        Err(e) => {
-            eprintln!("notice: PostgreSQL is unreachable at {url} ({e}); skipping: {START_HINT}");
-            None
-        }
-    }
+/// A fresh schema of this test's own, dropped with `CASCADE` when the guard goes; `None`
+/// (after a notice) when PostgreSQL is unreachable outside CI. Panics in CI.
+fn fresh_schema() -> Option<SchemaGuard> {
+    runtime().block_on(bandeja_postgres::testing::fresh_schema("bandeja_cli"))
 }
 
 /// A migrated (by `bandeja migrate`), seeded schema.
 struct Seeded {
-    schema: Schema,
+    schema: SchemaGuard,
+    url: String,
     ids: Vec<MessageId>,
 }
 
@@ -84,14 +30,14 @@ impl Seeded {
         let run = bandeja(&[
             "migrate",
             "--database",
-            &schema.url,
+            &database_url(),
             "--schema",
-            &schema.name,
+            schema.schema(),
         ]);
         let run = run.expect_code(0);
         assert!(run.stdout.contains("migrations applied"), "{run:#?}");
         let ids = runtime().block_on(async {
-            let store = PgStore::connect_with_schema(&schema.url, &schema.name)
+            let store = PgStore::connect_with_schema(&database_url(), schema.schema())
                 .await
                 .expect("connect");
             store.migrate().await.expect("migrations are idempotent");
@@ -99,16 +45,15 @@ impl Seeded {
             store.pool().close().await;
             ids
         });
-        Some(Seeded { schema, ids })
+        Some(Seeded {
+            schema,
+            url: database_url(),
+            ids,
+        })
     }
 
     fn db(&self) -> [&str; 4] {
-        [
-            "--database",
-            &self.schema.url,
-            "--schema",
-            &self.schema.name,
-        ]
+        ["--database", &self.url, "--schema", self.schema.schema()]
     }
 
     fn run(&self, args: &[&str]) -> common::Run {
@@ -120,9 +65,12 @@ impl Seeded {
     }
 
     fn archived(&self, table: &str) -> i64 {
-        let sql = format!("SELECT COUNT(*) AS n FROM \"{}\".{table}", self.schema.name);
+        let sql = format!(
+            "SELECT COUNT(*) AS n FROM \"{}\".{table}",
+            self.schema.schema()
+        );
         runtime().block_on(async {
-            let mut conn = PgConnection::connect(&self.schema.url)
+            let mut conn = PgConnection::connect(&database_url())
                 .await
                 .expect("connect");
             let n = sqlx::query(&sql)
@@ -236,8 +184,16 @@ fn purge_and_archive_remove_old_completed_rows_from_a_postgres_schema() {
 
 #[test]
 fn an_unknown_schema_name_is_a_usage_error() {
-    let Some(schema) = fresh_schema() else { return };
-    let run =
-        bandeja(&["status", "--database", &schema.url, "--schema", "Bad-Name"]).expect_code(2);
+    let Some(_schema) = fresh_schema() else {
+        return;
+    };
+    let run = bandeja(&[
+        "status",
+        "--database",
+        &database_url(),
+        "--schema",
+        "Bad-Name",
+    ])
+    .expect_code(2);
     assert!(run.stderr.contains("invalid schema name"), "{run:#?}");
 }

@@ -17,7 +17,8 @@ use std::process::{Child, Command, Stdio};
 use bandeja_core::testing::eventually;
 use bandeja_core::{BoxKind, MessageStatus};
 use bandeja_http::HttpOptions;
-use common::{free_port, in_ci, sqlite_store, start_with_a_failed_order, status_of, WAIT};
+use bandeja_postgres::testing::in_ci;
+use common::{free_port, sqlite_store, start_with_a_failed_order, status_of, WAIT};
 use fantoccini::{Client, ClientBuilder, Locator};
 
 const TOKEN: &str = "dashboard-test-token";

@@ -9,7 +9,6 @@
 //! configuration starts nothing and writes nothing.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,8 +20,8 @@ use bandeja::sqlite::SqliteStore;
 use bandeja::store::{Inspect, RowView};
 use bandeja::testing::eventually;
 use bandeja::{BoxKind, ConfigError, Error, MessageId, MessageRecord, Outbox};
+use bandeja_postgres::testing::SchemaGuard;
 use bandeja_postgres::PgStore;
-use sqlx::{Connection, PgConnection};
 
 // ---------------------------------------------------------------------------------------
 // Payloads, good and bad
@@ -633,81 +632,10 @@ async fn sqlite_store() -> (SqliteStore, TempDir) {
     (store, guard)
 }
 
-fn database_url() -> String {
-    std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// Drops the test's schema when dropped (also when the test panics), on a thread of its
-/// own with its own runtime.
-struct Schema {
-    url: String,
-    name: String,
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        let url = self.url.clone();
-        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name);
-        let dropped = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())?;
-            runtime.block_on(async {
-                let mut conn = PgConnection::connect(&url)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                sqlx::query(&sql)
-                    .execute(&mut conn)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                conn.close().await.map_err(|e| e.to_string())
-            })
-        })
-        .join();
-        if !matches!(dropped, Ok(Ok(()))) {
-            let _ = writeln!(
-                std::io::stderr(),
-                "warning: could not drop test schema {}: {dropped:?}",
-                self.name
-            );
-        }
-    }
-}
-
 /// A migrated store in a fresh schema, or `None` (after a notice) when PostgreSQL is
 /// unreachable outside CI. Panics in CI.
-async fn postgres_store() -> Option<(PgStore, Schema)> {
-    let url = database_url();
-    let reached =
-        match tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(&url)).await {
-            Ok(Ok(conn)) => conn.close().await.map_err(|e| e.to_string()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err("timed out".to_owned()),
-        };
-    let hint = "start it with `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` or set DATABASE_URL";
-    if let Err(e) = reached {
-        assert!(!in_ci(), "PostgreSQL is unreachable at {url} ({e}): {hint}");
-        let _ = writeln!(
-            std::io::stderr(),
-            "notice: PostgreSQL is unreachable at {url} ({e}); skipping: {hint}"
-        );
-        return None;
-    }
-    let schema = Schema {
-        url: url.clone(),
-        name: format!("bandeja_bad_input_{}", uuid::Uuid::new_v4().simple()),
-    };
-    let store = PgStore::connect_with_schema(&url, &schema.name)
-        .await
-        .expect("connect");
-    store.migrate().await.expect("migrate");
-    Some((store, schema))
+async fn postgres_store() -> Option<(PgStore, SchemaGuard)> {
+    bandeja_postgres::testing::fresh_store("bandeja_bad_input").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,6 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::HashSet;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -161,88 +160,12 @@ pub async fn sqlite_store() -> (SqliteStore, SqliteFile) {
     (store, SqliteFile { dir })
 }
 
-/// The PostgreSQL the tests use.
-pub fn database_url() -> String {
-    std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-/// Whether this is CI (`CI=true` or `CI=1`), where a missing dependency fails the test.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// Drops its schema when dropped.
-pub struct SchemaGuard {
-    schema: String,
-}
-
-impl Drop for SchemaGuard {
-    fn drop(&mut self) {
-        let (url, sql) = (
-            database_url(),
-            format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema),
-        );
-        let dropped = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())?;
-            runtime.block_on(async {
-                use sqlx::Connection;
-                let mut conn = sqlx::PgConnection::connect(&url)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                sqlx::query(&sql)
-                    .execute(&mut conn)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                conn.close().await.map_err(|e| e.to_string())
-            })
-        })
-        .join();
-        if !matches!(dropped, Ok(Ok(()))) {
-            let _ = writeln!(std::io::stderr(), "warning: could not drop {}", self.schema);
-        }
-    }
-}
+pub use bandeja_postgres::testing::SchemaGuard;
 
 /// A fresh, migrated PostgreSQL store in a schema of its own; `None` (after a notice) when
 /// PostgreSQL is unreachable outside CI. In CI an unreachable PostgreSQL fails the test.
 pub async fn pg_store() -> Option<(PgStore, SchemaGuard)> {
-    use sqlx::Connection;
-    let url = database_url();
-    let reached =
-        tokio::time::timeout(Duration::from_secs(10), sqlx::PgConnection::connect(&url)).await;
-    match reached {
-        Ok(Ok(conn)) => {
-            let _ = conn.close().await;
-        }
-        other => {
-            let why = match other {
-                Ok(Err(e)) => e.to_string(),
-                _ => "timed out".to_owned(),
-            };
-            assert!(
-                !in_ci(),
-                "PostgreSQL is unreachable at {url} ({why}); CI needs it"
-            );
-            let _ = writeln!(
-                std::io::stderr(),
-                "notice: PostgreSQL is unreachable at {url} ({why}); skipping"
-            );
-            return None;
-        }
-    }
-    let schema = format!("bandeja_http_{}", uuid::Uuid::new_v4().simple());
-    let guard = SchemaGuard {
-        schema: schema.clone(),
-    };
-    let store = PgStore::connect_with_schema(&url, &schema)
-        .await
-        .expect("connect");
-    store.migrate().await.expect("migrate");
-    Some((store, guard))
+    bandeja_postgres::testing::fresh_store("bandeja_http").await
 }
 
 /// A TCP port nobody listens on at the moment.

@@ -12,74 +12,24 @@ pub(crate) mod chaos;
 pub(crate) mod pair;
 mod worker;
 
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use bandeja::postgres::PgStore;
 use bandeja::testing::eventually;
 use bandeja::{Event, MessageRecord, Store};
 use bandeja_scale_tests::Tick;
-use sqlx::{Connection, PgConnection, PgPool};
+use sqlx::PgPool;
 
 #[allow(unused_imports)] // not every test crate starts worker processes
 pub(crate) use worker::{run_until_crash, terminate_all, Worker};
 
-/// How to start the local cluster.
-const START_HINT: &str = "start it with `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` or set DATABASE_URL";
+pub(crate) use bandeja_postgres::testing::{database_url, SchemaGuard};
 
 /// Shortest pause between two counts of [`Fresh::wait_count`].
 const COUNT_EVERY: Duration = Duration::from_millis(200);
 
 /// Emission batch: events per transaction.
 pub(crate) const EMIT_BATCH: usize = 1_000;
-
-/// The database the tests use.
-pub(crate) fn database_url() -> String {
-    std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// Drops its schema (`DROP SCHEMA … CASCADE`) when dropped, on a thread of its own with
-/// its own runtime, so it works inside a Tokio test and also when the test panics.
-pub(crate) struct SchemaGuard {
-    url: String,
-    schema: String,
-}
-
-impl Drop for SchemaGuard {
-    fn drop(&mut self) {
-        let url = self.url.clone();
-        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema);
-        let dropped = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())?;
-            runtime.block_on(async {
-                let mut conn = PgConnection::connect(&url)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                sqlx::query(&sql)
-                    .execute(&mut conn)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                conn.close().await.map_err(|e| e.to_string())
-            })
-        })
-        .join();
-        if !matches!(dropped, Ok(Ok(()))) {
-            let _ = writeln!(
-                std::io::stderr(),
-                "warning: could not drop test schema {}: {dropped:?}",
-                self.schema
-            );
-        }
-    }
-}
 
 /// A test's database: the store (for emission and inspection) in a fresh schema.
 pub(crate) struct Fresh {
@@ -92,7 +42,7 @@ pub(crate) struct Fresh {
 impl Fresh {
     /// The test's schema.
     pub(crate) fn schema(&self) -> &str {
-        &self.guard.schema
+        self.guard.schema()
     }
 
     /// The store's pool.
@@ -206,31 +156,8 @@ impl Fresh {
 /// A fresh schema `scale_<random hex>`, migrated, with the effect tables; `None` (after a
 /// notice) when PostgreSQL is unreachable outside CI. Panics in CI.
 pub(crate) async fn try_fresh() -> Option<Fresh> {
-    let url = database_url();
-    let error =
-        match tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(&url)).await {
-            Ok(Ok(conn)) => {
-                let _ = conn.close().await;
-                None
-            }
-            Ok(Err(error)) => Some(error.to_string()),
-            Err(_) => Some("timed out".to_owned()),
-        };
-    if let Some(error) = error {
-        if in_ci() {
-            panic!("PostgreSQL is unreachable at {url} ({error}): {START_HINT}");
-        }
-        let _ = writeln!(
-            std::io::stderr(),
-            "notice: PostgreSQL is unreachable at {url} ({error}); skipping this scale test: {START_HINT}"
-        );
-        return None;
-    }
-    let schema = format!("scale_{}", uuid::Uuid::new_v4().simple());
-    let guard = SchemaGuard {
-        url: url.clone(),
-        schema: schema.clone(),
-    };
+    let guard = bandeja_postgres::testing::fresh_schema("scale").await?;
+    let (url, schema) = (database_url(), guard.schema().to_owned());
     let store = PgStore::connect_with_schema(&url, &schema)
         .await
         .expect("connect");

@@ -8,6 +8,8 @@ mod maintenance;
 mod queries;
 mod relay;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
