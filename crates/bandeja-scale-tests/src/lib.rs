@@ -30,6 +30,18 @@ use bandeja::{
 };
 use sqlx::PgPool;
 
+/// Sends the process's logs to stderr, filtered by `BANDEJA_LOG` (`default` when unset),
+/// as the package's binaries do.
+pub fn log_to_stderr(default: &str) {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("BANDEJA_LOG")
+                .unwrap_or_else(|_| default.into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 /// The two subscribers of [`Tick`]: each gets its own inbox row, hence its own effect row.
 pub const SUBSCRIBERS: [&str; 2] = ["alpha", "beta"];
 

@@ -14,13 +14,7 @@ use clap::Parser;
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("BANDEJA_LOG")
-                .unwrap_or_else(|_| "error".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    bandeja_scale_tests::log_to_stderr("error");
     let plan = Plan::parse();
     let report = match chaos::run(&plan).await {
         Ok(report) => report,

@@ -191,13 +191,7 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("BANDEJA_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    bandeja_scale_tests::log_to_stderr("warn");
     let args = Args::parse();
     if let Err(error) = run(args).await {
         eprintln!("pair-service: {error}");

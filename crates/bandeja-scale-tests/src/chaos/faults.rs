@@ -25,25 +25,36 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// At `at`, runs `command` (which restarts PostgreSQL), then waits until `url` accepts a
-/// connection again; `down_ms` runs from the command's start to that connection.
+/// Runs `command` with `sh -c`.
+async fn shell(command: &str) -> Result<(), String> {
+    let status = tokio::process::Command::new("sh")
+        .args(["-c", command])
+        .status()
+        .await
+        .map_err(|e| format!("cannot run `{command}`: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{command}` failed: {status}"))
+    }
+}
+
+/// At `at`, runs `stop`, keeps PostgreSQL stopped for `down`, runs `start`, then waits
+/// until `url` accepts a connection again; `down_ms` runs from the stop to that connection.
 pub(crate) async fn restart_database(
     url: String,
-    command: String,
+    (stop, start): (String, String),
+    down: Duration,
     at: Instant,
     started: Instant,
 ) -> Result<Outage, String> {
     tokio::time::sleep_until(at.into()).await;
     let began = Instant::now();
-    eprintln!("chaos: restarting PostgreSQL: {command}");
-    let status = tokio::process::Command::new("sh")
-        .args(["-c", &command])
-        .status()
-        .await
-        .map_err(|e| format!("cannot run `{command}`: {e}"))?;
-    if !status.success() {
-        return Err(format!("`{command}` failed: {status}"));
-    }
+    eprintln!("chaos: stopping PostgreSQL for {down:?}: {stop}");
+    shell(&stop).await?;
+    // The outage itself: the database stays away this long.
+    tokio::time::sleep(down).await;
+    shell(&start).await?;
     let deadline = began + Duration::from_secs(120);
     loop {
         if let Ok(conn) = PgConnection::connect(&url).await {
@@ -58,7 +69,7 @@ pub(crate) async fn restart_database(
     let outage = Outage {
         at_ms: ms(began - started),
         down_ms: ms(began.elapsed()),
-        detail: command,
+        detail: format!("PostgreSQL stopped, started again {down:?} later"),
     };
     eprintln!("chaos: PostgreSQL is back after {} ms", outage.down_ms);
     Ok(outage)

@@ -221,7 +221,11 @@ pub async fn run(plan: &Plan) -> Result<Report, String> {
     let database_restart = plan.restart_database_at.map(|at| {
         tokio::spawn(faults::restart_database(
             plan.database_url.clone(),
-            plan.database_restart_command.clone(),
+            (
+                plan.database_stop_command.clone(),
+                plan.database_start_command.clone(),
+            ),
+            plan::secs(plan.database_down_for),
             started + plan::secs(at),
             started,
         ))

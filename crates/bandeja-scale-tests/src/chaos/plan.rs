@@ -78,12 +78,21 @@ pub struct Plan {
     /// Restart PostgreSQL this many seconds after emission starts.
     #[arg(long)]
     pub restart_database_at: Option<f64>,
-    /// The command that restarts PostgreSQL (run by `sh -c`).
+    /// The command that stops PostgreSQL (run by `sh -c`)...
     #[arg(
         long,
-        default_value = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql | head -n1) main restart"
+        default_value = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql | head -n1) main stop"
     )]
-    pub database_restart_command: String,
+    pub database_stop_command: String,
+    /// ...the command that starts it again...
+    #[arg(
+        long,
+        default_value = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql | head -n1) main start"
+    )]
+    pub database_start_command: String,
+    /// ...and how many seconds it stays stopped in between (0: a plain restart).
+    #[arg(long, default_value_t = 0.0)]
+    pub database_down_for: f64,
     /// Kill the run's own `nats-server` with SIGKILL (its clients' connections are cut
     /// without a close) this many seconds after emission starts...
     #[arg(long)]
@@ -158,6 +167,12 @@ impl Plan {
         positive("broker-outage", self.broker_outage)?;
         positive("emit-acquire-timeout", self.emit_acquire_timeout)?;
         positive("broker-partition", self.broker_partition)?;
+        if !(self.database_down_for.is_finite() && self.database_down_for >= 0.0) {
+            return Err(format!(
+                "--database-down-for must be 0 or more seconds, not {}",
+                self.database_down_for
+            ));
+        }
         if !(self.emit_rate.is_finite() && self.emit_rate >= 0.0) {
             return Err(format!(
                 "--emit-rate must be 0 (unpaced) or a positive rate, not {}",
