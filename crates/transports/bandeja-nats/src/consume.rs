@@ -27,6 +27,8 @@ const MAX_PAUSE: Duration = Duration::from_secs(1);
 /// The pause before pulling a partition again that another process of the service holds
 /// (its batch in flight): short, since that batch is being stored and acknowledged.
 const BUSY_PAUSE: Duration = Duration::from_millis(20);
+/// How long a pull waits right after one that brought messages.
+const BACKLOG_FETCH_WAIT: Duration = Duration::from_millis(50);
 /// How long past `fetch_wait` an empty pull may take before it counts as unanswered (the
 /// server answers an expired pull itself; the client gives up 5 s after `fetch_wait`).
 const NO_ANSWER_MARGIN: Duration = Duration::from_secs(3);
@@ -126,6 +128,7 @@ impl Partition {
     pub(crate) async fn run(mut self, consumer: PullConsumer) {
         let mut consumer = Some(consumer);
         let mut backoff = Backoff::new(MAX_PAUSE);
+        let mut backlog = false;
         while !self.stopped() {
             let current = match consumer.take() {
                 Some(current) => current,
@@ -140,8 +143,18 @@ impl Partition {
                     }
                 },
             };
-            match self.fetch(&current).await {
+            // After a pull that brought messages there is likely a backlog: pull with a short
+            // wait. A pull waits to fill its batch, and when several processes of the service
+            // share the partition (its in-flight limit is one batch), none can fill one: a
+            // long wait would cost each of them the whole of it on every pull.
+            let wait = if backlog {
+                BACKLOG_FETCH_WAIT.min(self.fetch_wait)
+            } else {
+                self.fetch_wait
+            };
+            match self.fetch(&current, wait).await {
                 Ok(messages) => {
+                    backlog = !messages.is_empty();
                     backoff.reset();
                     consumer = Some(current);
                     if !self.deliver(messages).await {
@@ -167,13 +180,17 @@ impl Partition {
         }
     }
 
-    /// One pull: up to a batch, waiting at most `fetch_wait` for the first message.
-    async fn fetch(&self, consumer: &PullConsumer) -> Result<Vec<Message>, FetchError> {
+    /// One pull: up to a batch, waiting at most `wait`.
+    async fn fetch(
+        &self,
+        consumer: &PullConsumer,
+        wait: Duration,
+    ) -> Result<Vec<Message>, FetchError> {
         let started = Instant::now();
         let mut batch = consumer
             .fetch()
             .max_messages(self.batch_size)
-            .expires(self.fetch_wait)
+            .expires(wait)
             .messages()
             .await
             .map_err(FetchError::Request)?;
@@ -192,7 +209,7 @@ impl Partition {
                 }
             }
         }
-        if messages.is_empty() && started.elapsed() > self.fetch_wait + NO_ANSWER_MARGIN {
+        if messages.is_empty() && started.elapsed() > wait + NO_ANSWER_MARGIN {
             return Err(FetchError::NoAnswer);
         }
         Ok(messages)
