@@ -155,9 +155,26 @@ async fn drop_schema(pool: &PgPool, schema: &str) -> Result<(), sqlx::Error> {
 /// not be carried out (PostgreSQL unreachable at the start, a worker that never starts).
 pub async fn run(plan: &Plan) -> Result<Report, String> {
     plan.check()?;
+    let schema = format!("chaos_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let outcome = run_in(plan, &schema).await;
+    if outcome.is_err() && !plan.keep_schema {
+        // A run that could not be made leaves nothing worth inspecting behind.
+        if let Ok(pool) = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(&plan.database_url)
+            .await
+        {
+            let _ = drop_schema(&pool, &schema).await;
+        }
+    }
+    outcome.map_err(|e| format!("{e} (schema {schema})"))
+}
+
+/// [`run`] in `schema`.
+async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
     let seed = plan.seed.unwrap_or_else(rand::random);
     let mut rng = StdRng::seed_from_u64(seed);
-    let schema = format!("chaos_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let schema = schema.to_owned();
     let store = prepare(plan, &schema).await?;
     let monitor = PgPoolOptions::new()
         .max_connections(4)
