@@ -90,7 +90,7 @@ pub(crate) async fn emit(store: &PgStore, plan: &Plan) -> Result<Emission, Strin
                 }
             };
             report.failed_attempts += 1;
-            let took = u64::try_from(attempt.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let took = super::ms(attempt.elapsed());
             report.slowest_failure_ms = report.slowest_failure_ms.max(took);
             if report.errors.len() < 5 && !report.errors.contains(&error) {
                 report.errors.push(error.clone());
@@ -110,6 +110,6 @@ pub(crate) async fn emit(store: &PgStore, plan: &Plan) -> Result<Emission, Strin
             }
         }
     }
-    report.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    report.took_ms = super::ms(started.elapsed());
     Ok(report)
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::{Connection, PgConnection};
 
+use super::ms;
 use super::proxy::PartitionProxy;
 use crate::nats_server::NatsServer;
 
@@ -19,10 +20,6 @@ pub struct Outage {
     pub down_ms: u64,
     /// What was done.
     pub detail: String,
-}
-
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Runs `command` with `sh -c`.

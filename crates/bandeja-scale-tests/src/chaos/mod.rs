@@ -87,7 +87,8 @@ fn worker_bin(plan: &Plan) -> Result<PathBuf, String> {
     Ok(dir.join("scale-worker"))
 }
 
-fn ms(d: Duration) -> u64 {
+/// Whole milliseconds of `d` (saturating), as the reports count time.
+pub(crate) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 

@@ -59,7 +59,7 @@ impl Report {
             }
             .to_owned(),
             workers: plan.workers,
-            lease_ms: u64::try_from(plan.lease().as_millis()).unwrap_or(u64::MAX),
+            lease_ms: super::ms(plan.lease()),
             seed,
             schema: schema.to_owned(),
             emission: Emission::default(),
@@ -136,7 +136,7 @@ impl Report {
     /// (except for kills during an outage, which only must be taken over), no unexpected
     /// exit, clean stops, no hanging emission, memory under `max_rss_mib`.
     pub(crate) fn judge(&mut self, takeover_bound: Duration, max_rss_mib: u64) {
-        self.takeover_bound_ms = u64::try_from(takeover_bound.as_millis()).unwrap_or(u64::MAX);
+        self.takeover_bound_ms = super::ms(takeover_bound);
         let mut failures = self.verification.failures.clone();
         for kill in &self.kills {
             match kill.takeover_ms {

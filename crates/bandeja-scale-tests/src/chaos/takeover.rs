@@ -75,8 +75,7 @@ pub(crate) async fn watch(
         while Instant::now() < deadline {
             match held(&pool, &sql, &worker, deadline).await {
                 Some((0, _)) => {
-                    takeover_ms =
-                        Some(u64::try_from(killed_at.elapsed().as_millis()).unwrap_or(u64::MAX));
+                    takeover_ms = Some(super::ms(killed_at.elapsed()));
                     break;
                 }
                 Some(_) => tokio::time::sleep(WATCH_EVERY).await,
