@@ -35,12 +35,13 @@ pub(crate) struct Shared<S: Store> {
     pub(crate) routes: [Vec<crate::store::Route>; 2],
     /// With a broker transport: this service's name and command topics.
     pub(crate) routing: Option<Routing>,
+    /// The inbox subscribers whose handlers were recently set aside as too slow for a batch.
+    pub(crate) slow: crate::processing::stragglers::SlowSubscribers,
+    /// The handler permits of each inbox, shared by all its cycles.
+    pub(crate) permits: crate::processing::stragglers::Permits,
 }
 
 impl<S: Store> Shared<S> {
-    /// A lock token unique to one claim (`<worker id>#<instance>.<n>`), so that no two
-    /// claims — of one process or of two given the same worker id — can complete each
-    /// other's rows.
     /// The in-process routes of `kind`.
     pub(crate) fn routes(&self, kind: MessageKind) -> &[crate::store::Route] {
         match kind {
@@ -49,6 +50,9 @@ impl<S: Store> Shared<S> {
         }
     }
 
+    /// A lock token unique to one claim (`<worker id>#<instance>.<n>`), so that no two
+    /// claims — of one process or of two given the same worker id — can complete each
+    /// other's rows.
     pub(crate) fn claim_token(&self) -> String {
         let n = self
             .claims
@@ -214,6 +218,7 @@ impl<S: Store> BandejaBuilder<S> {
         // Completion modes are a property of the store handle the workers use.
         let store = self.store.with_completion(self.config.completion_modes())?;
         let worker_id = self.worker_id.unwrap_or_else(default_worker_id);
+        let single_writer = store.single_writer();
         let routes = [
             self.registry.routes(MessageKind::Event),
             self.registry.routes(MessageKind::Command),
@@ -252,6 +257,13 @@ impl<S: Store> BandejaBuilder<S> {
                 instance: rand::random::<u32>(),
                 routes,
                 routing,
+                slow: crate::processing::stragglers::SlowSubscribers::default(),
+                permits: crate::processing::stragglers::Permits::new(
+                    crate::processing::worker::handlers_at_once(
+                        single_writer,
+                        self.handler_concurrency,
+                    ),
+                ),
             }),
         })
     }

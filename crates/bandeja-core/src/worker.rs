@@ -1,21 +1,34 @@
 //! The loop every box worker runs: wait for the initial delay, then cycle; between cycles
 //! sleep until the polling interval passes or a commit wakes it; stop claiming on shutdown
-//! and finish (or release) the batch in hand within `lock-at-most-for`.
+//! and finish (or release) the batches in hand within `lock-at-most-for`. An inbox worker
+//! does not wait for stragglers: a cycle that has started every row it claimed and is older
+//! than the patience (see [`stragglers`](crate::processing::stragglers)) is left to finish
+//! beside the next cycles.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+use tokio::sync::{watch, Notify};
 
 use crate::envelope::MessageId;
+use crate::processing::stragglers;
 use crate::record::{BoxKind, StoredMessage};
 use crate::runtime::Shared;
 use crate::store::{Outcome, Resolution, Store};
 
-/// The rows a cycle holds, so a shutdown that cannot wait for the cycle can release them.
+/// The rows a cycle holds, so a shutdown that cannot wait for the cycle can release them,
+/// and how many of them have not started yet, so the worker knows when the cycle is only
+/// waiting for stragglers.
 #[derive(Default, Clone)]
 pub(crate) struct Claimed {
     held: Arc<Mutex<Vec<Held>>>,
+    /// Rows claimed whose handling has not begun.
+    queued: Arc<AtomicUsize>,
+    /// Notified when `queued` drops to zero.
+    all_started: Arc<Notify>,
     /// The box's live floor, cached.
     pub(crate) floor: Arc<Floor>,
 }
@@ -34,11 +47,20 @@ fn held(token: &str, messages: &[StoredMessage]) -> Held {
 }
 
 impl Claimed {
-    /// The cycle now holds exactly these rows.
+    /// The slot of another cycle of the same box: its own rows, the same floor.
+    pub(crate) fn lane(&self) -> Claimed {
+        Claimed {
+            floor: self.floor.clone(),
+            ..Claimed::default()
+        }
+    }
+
+    /// The cycle now holds exactly these rows, none started.
     pub(crate) fn set(&self, token: &str, messages: &[StoredMessage]) {
         if let Ok(mut all) = self.held.lock() {
             *all = vec![held(token, messages)];
         }
+        self.queued.store(messages.len(), Ordering::Release);
     }
 
     /// The cycle also holds these rows (a further claim of the same cycle).
@@ -46,11 +68,38 @@ impl Claimed {
         if let Ok(mut all) = self.held.lock() {
             all.push(held(token, messages));
         }
+        self.queued.fetch_add(messages.len(), Ordering::AcqRel);
+    }
+
+    /// The handling of `n` more rows has begun.
+    pub(crate) fn started(&self, n: usize) {
+        let before = self
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
+                Some(q.saturating_sub(n))
+            })
+            .unwrap_or_default();
+        if before > 0 && before <= n {
+            self.all_started.notify_one();
+        }
     }
 
     pub(crate) fn clear(&self) {
         if let Ok(mut all) = self.held.lock() {
             all.clear();
+        }
+        self.queued.store(0, Ordering::Release);
+        self.all_started.notify_one();
+    }
+
+    /// Resolves once every row the cycle holds has started (at once if it holds none).
+    async fn every_row_started(&self) {
+        loop {
+            let notified = self.all_started.notified();
+            if self.queued.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
         }
     }
 
@@ -159,6 +208,18 @@ async fn run_cycle<S: Store>(
     }
 }
 
+/// One cycle in lane `lane`: what it returns, and how long it took.
+async fn lane_cycle<S: Store>(
+    shared: Arc<Shared<S>>,
+    box_kind: BoxKind,
+    slot: Claimed,
+    lane: usize,
+) -> (usize, crate::error::Result<usize>, Duration) {
+    let started = Instant::now();
+    let result = run_cycle(&shared, box_kind, &slot).await;
+    (lane, result, started.elapsed())
+}
+
 /// Resolves when shutdown has been requested.
 pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
@@ -177,84 +238,154 @@ pub(crate) async fn run<S: Store>(
         () = stopped(&mut shutdown) => return,
         () = tokio::time::sleep(config.polling_initial_delay) => {}
     }
-    let claimed = Claimed::default();
+    // An outbox cycle is bounded by its publish timeouts and keeps one lane: publishing
+    // more at once would only press a slow broker harder.
+    let patience = box_kind.is_inbox().then(|| stragglers::patience(&config));
+    let lanes = if patience.is_some() {
+        stragglers::MAX_LANES
+    } else {
+        1
+    };
+    let first = Claimed::default();
+    let slots: Vec<Claimed> = std::iter::once(first.clone())
+        .chain((1..lanes).map(|_| first.lane()))
+        .collect();
+    let mut free: Vec<usize> = (0..lanes).rev().collect();
+    let mut running = FuturesUnordered::new();
+    // The lane claiming now, and when it started; `None` while pausing between cycles.
+    let mut current: Option<(usize, Instant)> = None;
+    // While pausing: until when, and whether a commit may cut the pause short.
+    let mut paused: Option<(Instant, bool)> = None;
     let mut failures: u32 = 0;
+    let mut start = true;
     loop {
-        wake.mark_unchanged();
-        let started = std::time::Instant::now();
-        let cycle = run_cycle(&shared, box_kind, &claimed);
-        tokio::pin!(cycle);
-        let result = tokio::select! {
-            result = &mut cycle => Some(result),
-            () = stopped(&mut shutdown) => None,
-        };
-        let result = match result {
-            Some(result) => result,
-            None => {
-                finish_or_release(
-                    &shared,
+        if start {
+            start = false;
+            if let Some(lane) = free.pop() {
+                wake.mark_unchanged();
+                running.push(lane_cycle(
+                    shared.clone(),
                     box_kind,
-                    cycle,
-                    &claimed,
-                    config.lock_at_most_for / 2,
-                )
-                .await;
-                break;
+                    slots[lane].clone(),
+                    lane,
+                ));
+                current = Some((lane, Instant::now()));
+            }
+        }
+        let detachable = match (current, patience) {
+            (Some((lane, began)), Some(patience)) if !free.is_empty() => {
+                Some((&slots[lane], began + patience))
+            }
+            _ => None,
+        };
+        let only_stragglers_left = async {
+            match detachable {
+                Some((slot, after)) => {
+                    tokio::time::sleep_until(after.into()).await;
+                    slot.every_row_started().await;
+                }
+                None => std::future::pending().await,
             }
         };
-        if let Ok(n) = result {
-            tracing::debug!(box = %box_kind, claimed = n, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "cycle");
-        }
-        // After a failed cycle (database or broker unreachable) commits do not cut the
-        // backoff short: every emission would otherwise start another doomed cycle.
-        let listen = result.is_ok();
-        let pause = match result {
-            Ok(0) => {
-                failures = 0;
-                config.polling_interval
-            }
-            Ok(_) => {
-                failures = 0;
-                continue;
-            }
-            Err(error) => {
-                failures = failures.saturating_add(1);
-                // A long outage logs at failures 1, 2, 4, 8, … rather than every cycle.
-                if failures.is_power_of_two() {
-                    tracing::warn!(box = %box_kind, %error, failures, "worker cycle failed; retrying with backoff (at most the polling interval)");
-                } else {
-                    tracing::debug!(box = %box_kind, %error, failures, "worker cycle failed again");
-                }
-                config
-                    .polling_interval
-                    .min(Duration::from_millis(100) * 2u32.saturating_pow(failures.min(10)))
+        let resume = async {
+            match paused {
+                Some((until, listen)) => tokio::select! {
+                    () = tokio::time::sleep_until(until.into()) => {}
+                    _ = wake.changed(), if listen => {}
+                },
+                None => std::future::pending().await,
             }
         };
         tokio::select! {
-            () = stopped(&mut shutdown) => break,
-            _ = wake.changed(), if listen => {}
-            () = tokio::time::sleep(pause) => {}
+            () = stopped(&mut shutdown) => {
+                finish_or_release(&shared, box_kind, &mut running, &slots, config.lock_at_most_for / 2).await;
+                break;
+            }
+            Some((lane, result, took)) = running.next(), if !running.is_empty() => {
+                free.push(lane);
+                if current.is_some_and(|(claiming, _)| claiming == lane) {
+                    current = None;
+                    match after_cycle(box_kind, &config, result, took, &mut failures) {
+                        None => start = true,
+                        Some(pause) => paused = Some(pause),
+                    }
+                } else if let Err(error) = result {
+                    tracing::warn!(box = %box_kind, %error, "a cycle left to finish its stragglers failed; its rows return after their lease");
+                } else {
+                    tracing::debug!(box = %box_kind, elapsed_ms = took.as_secs_f64() * 1000.0, "a cycle left to finish its stragglers is done");
+                }
+            }
+            () = only_stragglers_left => {
+                tracing::debug!(box = %box_kind, "a cycle is waiting only for slow handlers; claiming beside it");
+                current = None;
+                start = true;
+            }
+            () = resume => {
+                paused = None;
+                start = true;
+            }
         }
     }
     tracing::info!(box = %box_kind, worker = %shared.worker_id, "worker stopped");
 }
 
-/// Shutdown during a cycle: give it `grace` (half of `lock-at-most-for`, so the release lands
-/// before anyone could take the lease over) to finish; if it does not, drop it (rolling
-/// back handlers in flight) and release its rows back to PENDING for another worker.
+/// What follows the claiming cycle's end: `None` to claim again at once (it found rows),
+/// or the pause before the next claim and whether a commit may cut it short.
+fn after_cycle(
+    box_kind: BoxKind,
+    config: &crate::config::WorkerConfig,
+    result: crate::error::Result<usize>,
+    took: Duration,
+    failures: &mut u32,
+) -> Option<(Instant, bool)> {
+    let pause = match result {
+        Ok(0) => {
+            *failures = 0;
+            config.polling_interval
+        }
+        Ok(n) => {
+            *failures = 0;
+            tracing::debug!(box = %box_kind, claimed = n, elapsed_ms = took.as_secs_f64() * 1000.0, "cycle");
+            return None;
+        }
+        Err(error) => {
+            *failures = failures.saturating_add(1);
+            // A long outage logs at failures 1, 2, 4, 8, … rather than every cycle.
+            if failures.is_power_of_two() {
+                tracing::warn!(box = %box_kind, %error, failures = *failures, "worker cycle failed; retrying with backoff (at most the polling interval)");
+            } else {
+                tracing::debug!(box = %box_kind, %error, failures = *failures, "worker cycle failed again");
+            }
+            // After a failed cycle (database or broker unreachable) commits do not cut the
+            // backoff short: every emission would otherwise start another doomed cycle.
+            let backoff = config
+                .polling_interval
+                .min(Duration::from_millis(100) * 2u32.saturating_pow((*failures).min(10)));
+            return Some((Instant::now() + backoff, false));
+        }
+    };
+    Some((Instant::now() + pause, true))
+}
+
+/// Shutdown during cycles: give them `grace` (half of `lock-at-most-for`, so the release
+/// lands before anyone could take the lease over) to finish; those that do not are dropped
+/// (rolling back handlers in flight) and their rows released back to PENDING for another
+/// worker.
 async fn finish_or_release<S: Store, F>(
     shared: &Shared<S>,
     box_kind: BoxKind,
-    cycle: F,
-    claimed: &Claimed,
+    running: &mut FuturesUnordered<F>,
+    slots: &[Claimed],
     grace: Duration,
 ) where
-    F: std::future::Future<Output = crate::error::Result<usize>>,
+    F: std::future::Future,
 {
-    if tokio::time::timeout(grace, cycle).await.is_ok() {
+    let finished = async { while running.next().await.is_some() {} };
+    if tokio::time::timeout(grace, finished).await.is_ok() {
         return;
     }
-    for (token, held) in claimed.take() {
+    running.clear();
+    for (token, held) in slots.iter().flat_map(Claimed::take) {
         if held.is_empty() {
             continue;
         }

@@ -34,6 +34,9 @@ macro_rules! runtime_conformance_tests {
             intermittently_failing_handler_completes_on_a_retry,
             hung_handler_times_out_and_releases_its_lease_while_others_proceed,
             a_retried_hung_message_does_not_hold_up_messages_claimed_with_it,
+            a_hung_first_attempt_delays_other_keys_by_at_most_one_backoff,
+            cycles_beside_a_straggler_share_the_handler_concurrency,
+            a_slow_subscriber_is_set_aside_once_then_runs_alone,
             per_handler_timeout_overrides_the_group_timeout,
             per_handler_timeout_mistakes_are_startup_errors,
             handler_emission_commits_with_the_handling_only,
@@ -670,6 +673,240 @@ pub async fn hung_handler_times_out_and_releases_its_lease_while_others_proceed<
         .map(|r| r.message.record.inbox_tenant().clone())
         .collect();
     assert!(tenants.contains(&other_tenant), "{tenants:?}");
+}
+
+/// A first attempt that hangs (its limit far away) delays the other keys and tenants of its
+/// process by at most one backoff: those claimed with it (in its batched transaction on
+/// PostgreSQL, beside it on SQLite) and those emitted while it hangs (a later claim of the
+/// same worker) all complete within the patience (`retry-backoff-initial`, 1 s) and a
+/// margin, each once, while the hung one has spent no retry.
+pub async fn a_hung_first_attempt_delays_other_keys_by_at_most_one_backoff<S: Inspect>(store: S) {
+    let limit = Duration::from_secs(6);
+    let backoff = Duration::from_secs(1);
+    let recorder = Recorder::new(Behaviour::HangOn(0));
+    let mut config = fast_config();
+    config.events_inbox.lock_at_most_for = Duration::from_secs(8);
+    config.events_inbox.retry_backoff_initial = backoff;
+    config.events_inbox.retry_backoff_max = backoff;
+    let bandeja = Bandeja::builder(store.clone())
+        .config(config)
+        .on_event::<Ping, _>("s", recorder.clone())
+        .handler_timeout("s", limit)
+        .build()
+        .expect("build");
+    let running = bandeja.start().await.expect("start");
+    // The hung message and ten healthy ones (other keys), emitted together: claimed
+    // together.
+    let first_at = std::time::Instant::now();
+    emit_pings(&store, 0..11, |n| format!("k{n}")).await;
+    eventually(WAIT, || async {
+        (!recorder.tries_of(0).is_empty()).then_some(())
+    })
+    .await
+    .expect("the handler started hanging");
+    // Ten more while it hangs, of another tenant: a later claim.
+    let other_tenant = TenantId::new("tenant-b").expect("tenant");
+    let outbox = crate::emission::Outbox::new(store.clone());
+    let mut tx = store.begin().await.expect("begin");
+    for n in 11..21 {
+        let event =
+            Event::new("Ping", format!("k{n}"), Ping { n }).with_tenant(other_tenant.clone());
+        outbox.emit(&mut *tx, &event).await.expect("emit");
+    }
+    store.commit(tx).await.expect("commit");
+    let later_at = std::time::Instant::now();
+    let done = |rows: &[RowView], from: u64, to: u64| {
+        rows.iter()
+            .filter(|r| r.message.status == MessageStatus::Completed)
+            .filter(|r| (from..to).contains(&ping_number(r)))
+            .count()
+            == usize::try_from(to - from).unwrap_or_default()
+    };
+    let (first_took, later_took) = tokio::join!(
+        async {
+            wait_rows(&store, BoxKind::InboxEvents, |rows| done(rows, 1, 11)).await;
+            first_at.elapsed()
+        },
+        async {
+            wait_rows(&store, BoxKind::InboxEvents, |rows| done(rows, 11, 21)).await;
+            later_at.elapsed()
+        }
+    );
+    let rows = rows(&store, BoxKind::InboxEvents).await;
+    running.shutdown().await;
+    let bound = backoff + Duration::from_millis(1500);
+    assert!(
+        first_took < bound && later_took < bound,
+        "healthy messages claimed with the hung one took {first_took:?}, those emitted while it hung {later_took:?}: bound {bound:?} (one backoff and a margin); the hung attempt's limit is {limit:?}"
+    );
+    let hung = rows
+        .iter()
+        .find(|r| ping_number(r) == 0)
+        .expect("the hung row");
+    assert_ne!(hung.message.status, MessageStatus::Completed);
+    assert_eq!(
+        recorder.handled(),
+        (1..21).collect::<Vec<_>>(),
+        "each healthy message once"
+    );
+    let tries = recorder.tries_of(0);
+    assert!(
+        !tries.is_empty() && tries.len() <= 2 && tries.iter().all(|&retry| retry == 0),
+        "the hung message was tried {tries:?} (retry counts): at most once in a batch and once alone, no retry spent"
+    );
+    let tenants: Vec<_> = rows
+        .iter()
+        .map(|r| r.message.record.inbox_tenant().clone())
+        .collect();
+    assert!(tenants.contains(&other_tenant), "{tenants:?}");
+}
+
+/// A handler slow by nature (here 1.3 s, its limit far away) completes every message once;
+/// in a batched transaction it is stopped and run again alone only the first time, after
+/// which its subscriber runs alone from the start: the later messages are tried once.
+pub async fn a_slow_subscriber_is_set_aside_once_then_runs_alone<S: Inspect>(store: S) {
+    let recorder = Recorder::new(Behaviour::Pause(Duration::from_millis(1300)));
+    let mut config = fast_config();
+    config.events_inbox.retry_backoff_initial = Duration::from_secs(1);
+    config.events_inbox.retry_backoff_max = Duration::from_secs(1);
+    let bandeja = Bandeja::builder(store.clone())
+        .config(config)
+        .on_event::<Ping, _>("slow", recorder.clone())
+        .build()
+        .expect("build");
+    let running = bandeja.start().await.expect("start");
+    emit_pings(&store, 0..1, |_| "k0".into()).await;
+    wait_rows(
+        &store,
+        BoxKind::InboxEvents,
+        all(MessageStatus::Completed, 1),
+    )
+    .await;
+    emit_pings(&store, 1..3, |n| format!("k{n}")).await;
+    let rows = wait_rows(
+        &store,
+        BoxKind::InboxEvents,
+        all(MessageStatus::Completed, 3),
+    )
+    .await;
+    running.shutdown().await;
+    assert!(
+        rows.iter().all(|r| r.message.retry_count == 0),
+        "no retry spent"
+    );
+    assert_eq!(recorder.handled(), vec![0, 1, 2], "each completed once");
+    let first = recorder.tries_of(0).len();
+    let batched = store.prefers_batched_handlers();
+    assert_eq!(
+        first,
+        if batched { 2 } else { 1 },
+        "the first message: set aside from its batch, then alone (batched store: {batched})"
+    );
+    assert_eq!(
+        (recorder.tries_of(1).len(), recorder.tries_of(2).len()),
+        (1, 1),
+        "later messages of the slow subscriber run alone from the start"
+    );
+}
+
+/// Counts the handlers running at once; hangs on payload 0, takes a while on the others.
+#[derive(Clone, Default)]
+struct Gauge {
+    running: Arc<Mutex<(usize, usize)>>,
+    handled: Arc<Mutex<Vec<u64>>>,
+}
+
+/// One handler running, for as long as it lives (also when its attempt is stopped).
+struct Running(Arc<Mutex<(usize, usize)>>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(mut running) = self.0.lock() {
+            running.0 -= 1;
+        }
+    }
+}
+
+impl Gauge {
+    fn enter(&self) -> Running {
+        if let Ok(mut running) = self.running.lock() {
+            running.0 += 1;
+            running.1 = running.1.max(running.0);
+        }
+        Running(self.running.clone())
+    }
+
+    fn most_at_once(&self) -> usize {
+        self.running.lock().map(|r| r.1).unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl<S: Store> EventHandler<S, Ping> for Gauge {
+    async fn handle(
+        &self,
+        _ctx: &mut HandlerContext<'_, S>,
+        event: Event<Ping>,
+    ) -> Result<(), HandlerError> {
+        let _running = self.enter();
+        if event.payload.n == 0 {
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if let Ok(mut handled) = self.handled.lock() {
+            handled.push(event.payload.n);
+        }
+        Ok(())
+    }
+}
+
+/// While a hung handler keeps its cycle open, the worker claims beside it, but the cycles
+/// share the handler concurrency: never more handlers run at once than configured, and
+/// every healthy message is still handled once.
+pub async fn cycles_beside_a_straggler_share_the_handler_concurrency<S: Inspect>(store: S) {
+    let gauge = Gauge::default();
+    let mut config = fast_config();
+    config.events_inbox.lock_at_most_for = Duration::from_secs(4);
+    config.events_inbox.retry_backoff_initial = Duration::from_secs(1);
+    config.events_inbox.retry_backoff_max = Duration::from_secs(1);
+    // One transaction per message, so that each handler holds a permit of its own.
+    config.events_inbox.handler_transaction = crate::config::HandlerTransaction::Message;
+    let bandeja = Bandeja::builder(store.clone())
+        .config(config)
+        .handler_concurrency(2)
+        .on_event::<Ping, _>("s", gauge.clone())
+        .build()
+        .expect("build");
+    let running = bandeja.start().await.expect("start");
+    emit_pings(&store, 0..4, |n| format!("k{n}")).await;
+    eventually(WAIT, || async { (gauge.most_at_once() > 0).then_some(()) })
+        .await
+        .expect("the handlers started");
+    emit_pings(&store, 4..10, |n| format!("k{n}")).await;
+    eventually(WAIT, || async {
+        let handled = gauge.handled.lock().map(|h| h.len()).unwrap_or_default();
+        (handled == 9).then_some(())
+    })
+    .await
+    .expect("every healthy message handled");
+    running.shutdown().await;
+    let mut handled = gauge.handled.lock().expect("handled").clone();
+    handled.sort_unstable();
+    assert_eq!(
+        handled,
+        (1..10).collect::<Vec<_>>(),
+        "each healthy message once"
+    );
+    assert_eq!(
+        gauge.most_at_once(),
+        2,
+        "handlers running at once, the hung one included (handler concurrency 2)"
+    );
+}
+
+/// The payload number of a `Ping` row.
+fn ping_number(row: &RowView) -> u64 {
+    serde_json::from_str::<Ping>(&row.message.record.payload).map_or(u64::MAX, |p| p.n)
 }
 
 /// A message that already failed once and hangs again does not hold up the healthy messages

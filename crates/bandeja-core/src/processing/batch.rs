@@ -3,10 +3,13 @@
 //! statement and the chunk commits once. Batch handlers get all their messages of the
 //! chunk in one call (one savepoint); if that call fails, each message is tried alone.
 //! Commits are what cost on PostgreSQL; this pays one per chunk instead of one per
-//! message, while each handler stays its own unit of failure.
+//! message, while each handler stays its own unit of failure. A handler still running
+//! after the patience is stopped (its savepoint rolled back) and set aside: the chunk
+//! commits without it and the caller runs it again alone.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tracing::Instrument;
 
@@ -58,13 +61,15 @@ fn units<'m, S: Store>(
     units
 }
 
-/// Runs a unit inside a savepoint. Outer `Err`: the transaction itself broke.
+/// Runs a unit inside a savepoint, stopped after `patience`. Outer `Err`: the transaction
+/// itself broke.
 async fn attempt<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
     tx: &mut S::Tx,
     handler: &dyn ErasedHandler<S>,
     messages: &[&StoredMessage],
+    patience: Duration,
 ) -> Result<Result<Vec<MessageRecord>, AttemptFailed>, AttemptFailed> {
     let broken = |e: crate::error::StoreError| AttemptFailed::from_store(&e);
     shared
@@ -72,7 +77,7 @@ async fn attempt<S: Store>(
         .savepoint(tx, SavepointStep::Open)
         .await
         .map_err(broken)?;
-    match run::run_handler(shared, tx, box_kind, handler, messages).await {
+    match run::run_handler(shared, tx, box_kind, handler, messages, Some(patience)).await {
         Ok(records) => {
             shared
                 .store
@@ -92,25 +97,32 @@ async fn attempt<S: Store>(
     }
 }
 
-/// Handles a chunk of claimed rows in one transaction. Returns the failure outcomes to
-/// write back (after this transaction: a failed handler's retry must not depend on it).
-pub(crate) async fn handle_chunk<S: Store>(
+/// What a chunk leaves to its caller: the failure outcomes to write back (after its
+/// transaction: a failed handler's retry must not depend on it), and the messages set
+/// aside as too slow for it, to run alone.
+pub(crate) type ChunkLeft<'m> = (Vec<Outcome>, Vec<&'m StoredMessage>);
+
+/// Handles a chunk of claimed rows in one transaction, each handler stopped after
+/// `patience` (then set aside).
+pub(crate) async fn handle_chunk<'m, S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
     token: &str,
-    chunk: &[&StoredMessage],
-) -> Vec<Outcome> {
+    chunk: &[&'m StoredMessage],
+    patience: Duration,
+) -> ChunkLeft<'m> {
     let mut failures = Vec::new();
+    let mut set_aside: Vec<&'m StoredMessage> = Vec::new();
     let units = units(shared, box_kind, chunk, &mut failures);
     if units.is_empty() {
-        return failures;
+        return (failures, set_aside);
     }
     let mut tx = match shared.store.begin().await {
         Ok(tx) => tx,
         Err(error) => {
             let every = units.iter().flat_map(|u| u.messages.iter());
             failures.extend(every.map(|m| again(m, &error.to_string())));
-            return failures;
+            return (failures, set_aside);
         }
     };
     let mut done: Vec<&StoredMessage> = Vec::with_capacity(chunk.len());
@@ -123,23 +135,41 @@ pub(crate) async fn handle_chunk<S: Store>(
             &mut tx,
             unit.handler.as_ref(),
             &unit.messages,
+            // A batch handler's call gets the patience once per message it carries.
+            patience.saturating_mul(u32::try_from(unit.messages.len()).unwrap_or(u32::MAX)),
         )
         .instrument(span.clone())
         .await;
         let result = match result {
+            // Too slow to keep the chunk waiting: it runs again alone, after the commit.
+            Ok(Err(failed)) if failed.set_aside => {
+                tracing::info!(parent: &span, error = %failed.error, "handler set aside");
+                shared
+                    .slow
+                    .mark(box_kind, unit.messages[0].subscriber.as_deref());
+                set_aside.extend(unit.messages.iter().copied());
+                Ok(Ok(Vec::new()))
+            }
             // A group failed: find the culprit(s) by trying each message alone.
             Ok(Err(_)) if unit.messages.len() > 1 => {
                 let mut outcome = Ok(Ok(()));
                 for message in &unit.messages {
-                    let alone =
-                        attempt(shared, box_kind, &mut tx, unit.handler.as_ref(), &[message])
-                            .instrument(run::span(message))
-                            .await;
+                    let alone = attempt(
+                        shared,
+                        box_kind,
+                        &mut tx,
+                        unit.handler.as_ref(),
+                        &[message],
+                        patience,
+                    )
+                    .instrument(run::span(message))
+                    .await;
                     match alone {
                         Ok(Ok(records)) => {
                             done.push(message);
                             emitted.extend(records);
                         }
+                        Ok(Err(failed)) if failed.set_aside => set_aside.push(message),
                         Ok(Err(failed)) => failures.push(failed.outcome(shared, box_kind, message)),
                         Err(broken) => {
                             outcome = Err(broken);
@@ -162,9 +192,11 @@ pub(crate) async fn handle_chunk<S: Store>(
                 // The transaction itself failed (a savepoint could not be set or undone):
                 // nothing of it can commit. These messages are tried again.
                 drop(tx);
+                // Those set aside run again alone anyway.
                 let rest = units[index..]
                     .iter()
-                    .flat_map(|u| u.messages.iter().copied());
+                    .flat_map(|u| u.messages.iter().copied())
+                    .filter(|m| !set_aside.iter().any(|s| std::ptr::eq(*s, *m)));
                 failures.retain(|f| {
                     !done
                         .iter()
@@ -174,12 +206,12 @@ pub(crate) async fn handle_chunk<S: Store>(
                     rest.chain(done.iter().copied())
                         .map(|m| again(m, &broken.error)),
                 );
-                return dedup(failures);
+                return (dedup(failures), set_aside);
             }
         }
     }
     if done.is_empty() {
-        return failures;
+        return (failures, set_aside);
     }
     let completions: Vec<Outcome> = done
         .iter()
@@ -210,7 +242,7 @@ pub(crate) async fn handle_chunk<S: Store>(
             failures.extend(done.into_iter().map(|m| again(m, &error)));
         }
     }
-    failures
+    (failures, set_aside)
 }
 
 /// One outcome per row (the last one wins).

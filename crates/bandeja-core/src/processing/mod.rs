@@ -6,6 +6,7 @@ pub mod handler;
 pub(crate) mod registry;
 mod run;
 mod single;
+pub(crate) mod stragglers;
 pub(crate) mod timeouts;
 pub(crate) mod worker;
 

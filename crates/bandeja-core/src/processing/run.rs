@@ -24,6 +24,10 @@ pub(crate) struct AttemptFailed {
     /// without spending a retry.
     pub(crate) transient: bool,
     pub(crate) error: String,
+    /// Stopped at a batch's patience, not by its own limit: the batch goes on without it
+    /// and it runs again alone, nothing spent (see
+    /// [`stragglers`](crate::processing::stragglers)).
+    pub(crate) set_aside: bool,
 }
 
 impl AttemptFailed {
@@ -32,6 +36,7 @@ impl AttemptFailed {
             kind: FailureKind::Retriable,
             transient: false,
             error,
+            set_aside: false,
         }
     }
 
@@ -40,6 +45,19 @@ impl AttemptFailed {
             kind: FailureKind::Retriable,
             transient: error.is_transient(),
             error: error.to_string(),
+            set_aside: false,
+        }
+    }
+
+    fn too_slow_for_a_batch(patience: Duration) -> Self {
+        AttemptFailed {
+            kind: FailureKind::Retriable,
+            transient: true,
+            error: format!(
+                "still running after {} in a batched transaction: stopped and rolled back so the batch could commit; it runs again in a transaction of its own",
+                format_duration(patience)
+            ),
+            set_aside: true,
         }
     }
 
@@ -151,13 +169,16 @@ fn timed_out(
 /// Runs the handler on `tx` in the messages' tenant scope (several messages only for a
 /// batch handler) within its time limit (see [`WorkerConfig::effective_handler_timeout`]),
 /// then writes what it emitted into the outbox on the same transaction. Returns what it
-/// emitted (to wake the dispatchers after the commit).
+/// emitted (to wake the dispatchers after the commit). With `patience` shorter than the
+/// limit (a batched transaction), a handler still running after it is stopped and the
+/// attempt [set aside](AttemptFailed::set_aside).
 pub(crate) async fn run_handler<S: Store>(
     shared: &Shared<S>,
     tx: &mut S::Tx,
     box_kind: BoxKind,
     handler: &dyn ErasedHandler<S>,
     messages: &[&StoredMessage],
+    patience: Option<Duration>,
 ) -> Result<Vec<MessageRecord>, AttemptFailed> {
     let Some(first) = messages.first() else {
         return Ok(Vec::new());
@@ -181,9 +202,11 @@ pub(crate) async fn run_handler<S: Store>(
         first.record.inbox_tenant().clone(),
         telemetry::trace::scope(handling, call),
     );
-    let outcome = tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()).await;
+    let wait = patience.map_or(timeout, |patience| patience.min(timeout));
+    let outcome = tokio::time::timeout(wait, AssertUnwindSafe(run).catch_unwind()).await;
     crate::fault::point("inside-handler");
     match outcome {
+        Err(_elapsed) if wait < timeout => return Err(AttemptFailed::too_slow_for_a_batch(wait)),
         Err(_elapsed) => {
             return Err(AttemptFailed::retriable(timed_out(
                 group, config, subscriber, timeout,
@@ -201,6 +224,7 @@ pub(crate) async fn run_handler<S: Store>(
                 kind: error.kind,
                 transient,
                 error: error.to_string(),
+                set_aside: false,
             });
         }
         Ok(Ok(Ok(()))) => {}

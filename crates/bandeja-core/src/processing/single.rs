@@ -42,7 +42,7 @@ async fn in_transaction<S: Store>(
         .begin()
         .await
         .map_err(|e| AttemptFailed::from_store(&e))?;
-    let emitted = run::run_handler(shared, &mut tx, box_kind, handler, &[message]).await?;
+    let emitted = run::run_handler(shared, &mut tx, box_kind, handler, &[message], None).await?;
     let held = shared
         .store
         .complete_in(
