@@ -309,10 +309,13 @@ pub(crate) async fn run<S: Store>(
                         None => start = true,
                         Some(pause) => paused = Some(pause),
                     }
-                } else if let Err(error) = result {
-                    tracing::warn!(box = %box_kind, %error, "a cycle left to finish its stragglers failed; its rows return after their lease");
                 } else {
-                    tracing::debug!(box = %box_kind, elapsed_ms = took.as_secs_f64() * 1000.0, "a cycle left to finish its stragglers is done");
+                    match result {
+                        Err(error) => tracing::warn!(box = %box_kind, %error, "a cycle left to finish its stragglers failed; its rows return after their lease"),
+                        Ok(_) => tracing::debug!(box = %box_kind, elapsed_ms = took.as_secs_f64() * 1000.0, "a cycle left to finish its stragglers is done"),
+                    }
+                    // Neither claiming nor pausing (no lane was free to claim in): claim now.
+                    start = current.is_none() && paused.is_none();
                 }
             }
             () = only_stragglers_left => {
