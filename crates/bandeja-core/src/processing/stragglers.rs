@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 use crate::config::WorkerConfig;
-use crate::record::BoxKind;
+use crate::record::{BoxKind, MessageKind};
 
 /// The shortest patience, whatever `retry-backoff-initial` says: stopping a handler and
 /// running it again costs its work so far, so it is done only to handlers that are slow by
@@ -57,7 +57,17 @@ pub(crate) fn patience(config: &WorkerConfig) -> Duration {
 pub(crate) struct SlowSubscribers {
     /// Whether any subscriber was ever marked: the common case reads no lock.
     any: AtomicBool,
-    last_slow: Mutex<HashMap<(BoxKind, String), Instant>>,
+    /// When each subscriber was last set aside, for the event inbox and the command inbox
+    /// (keyed by name alone, so a lookup needs no allocation).
+    last_slow: Mutex<[HashMap<String, Instant>; 2]>,
+}
+
+/// The index of `box_kind`'s inbox in per-inbox pairs.
+fn inbox_index(box_kind: BoxKind) -> usize {
+    match box_kind.kind() {
+        MessageKind::Event => 0,
+        MessageKind::Command => 1,
+    }
 }
 
 impl SlowSubscribers {
@@ -67,10 +77,11 @@ impl SlowSubscribers {
             return;
         };
         if let Ok(mut last_slow) = self.last_slow.lock() {
+            let inbox = &mut last_slow[inbox_index(box_kind)];
             // Entries older than the memory are dropped as new ones come: the map holds
             // at most the subscribers slow in the last minute.
-            last_slow.retain(|_, at| at.elapsed() < SLOW_MEMORY);
-            last_slow.insert((box_kind, subscriber.to_owned()), Instant::now());
+            inbox.retain(|_, at| at.elapsed() < SLOW_MEMORY);
+            inbox.insert(subscriber.to_owned(), Instant::now());
             self.any.store(true, Ordering::Release);
         }
     }
@@ -84,8 +95,8 @@ impl SlowSubscribers {
             return false;
         }
         self.last_slow.lock().is_ok_and(|last_slow| {
-            last_slow
-                .get(&(box_kind, subscriber.to_owned()))
+            last_slow[inbox_index(box_kind)]
+                .get(subscriber)
                 .is_some_and(|at| at.elapsed() < SLOW_MEMORY)
         })
     }
@@ -93,8 +104,8 @@ impl SlowSubscribers {
 
 /// The handler permits of the two inboxes, shared by all their cycles.
 pub(crate) struct Permits {
-    events: Semaphore,
-    commands: Semaphore,
+    /// The event inbox's, then the command inbox's.
+    inboxes: [Semaphore; 2],
 }
 
 impl Permits {
@@ -102,17 +113,13 @@ impl Permits {
     pub(crate) fn new(concurrency: usize) -> Self {
         let concurrency = concurrency.clamp(1, Semaphore::MAX_PERMITS);
         Permits {
-            events: Semaphore::new(concurrency),
-            commands: Semaphore::new(concurrency),
+            inboxes: [Semaphore::new(concurrency), Semaphore::new(concurrency)],
         }
     }
 
-    /// The permits of `box_kind` (an inbox; the outboxes share the commands' ones, unused).
+    /// The permits of the inbox of `box_kind`'s kind.
     pub(crate) fn of(&self, box_kind: BoxKind) -> &Semaphore {
-        match box_kind {
-            BoxKind::InboxEvents | BoxKind::OutboxEvents => &self.events,
-            BoxKind::InboxCommands | BoxKind::OutboxCommands => &self.commands,
-        }
+        &self.inboxes[inbox_index(box_kind)]
     }
 }
 

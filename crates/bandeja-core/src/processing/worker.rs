@@ -24,8 +24,9 @@ const SINGLE_WRITER_CONCURRENCY: usize = 4;
 /// Smallest chunk of a batched cycle (one transaction, one commit per chunk).
 const MIN_CHUNK: usize = 64;
 
-/// Rows that failed before, handled at once in their own transactions beside the chunks of
-/// a batched cycle (few: they are retries; the chunks keep the other connections).
+/// Rows that failed before or whose subscriber is slow, handled at once in their own
+/// transactions beside the chunks of a batched cycle (few: the chunks keep the other
+/// permits).
 const SUSPECT_CONCURRENCY: usize = 4;
 
 /// Handlers at once per inbox: the configured handler concurrency, at most
