@@ -87,22 +87,41 @@ pub(crate) fn transient(message: &StoredMessage, config: &WorkerConfig, error: S
     }
 }
 
-/// A row whose expired lease was taken over more times than `max-retries` allows: the
-/// previous holders died while working on it (a message that crashes its process).
+/// A row taken over after an expired lease more times than `max-takeovers` allows: the
+/// workers holding it stopped while working on it, again and again (a message that
+/// crashes its process). Takeovers are counted apart from failed attempts.
 pub(crate) fn exhausted_by_crashes(
     message: &StoredMessage,
     config: &WorkerConfig,
 ) -> Option<Outcome> {
-    (message.reclaimed && message.retry_count > config.max_retries).then(|| Outcome {
+    (message.reclaimed() && message.takeovers > config.max_takeovers).then(|| Outcome {
         id: message.record.id,
         subscriber: message.subscriber.clone(),
         resolution: Resolution::Failed {
             retry_count: message.retry_count,
             error: format!(
-                "lease expired {} times: the workers holding it stopped before finishing (crash or kill); last error: {}",
-                message.retry_count,
+                "taken over {} times (more than max-takeovers = {}): the workers holding it stopped before finishing, each time (a crash, a kill, a lost connection); this message may be what stops them. Last error: {}",
+                message.takeovers,
+                config.max_takeovers,
                 message.last_error.as_deref().unwrap_or("none")
             ),
         },
     })
+}
+
+/// Logs the takeovers of a claim at WARN: each row taken over, and the holder whose lease
+/// ran out.
+pub(crate) fn log_takeovers(claimed: &[StoredMessage]) {
+    for message in claimed {
+        if let Some(holder) = &message.taken_over_from {
+            tracing::warn!(
+                box = %message.box_kind,
+                message_id = %message.record.id,
+                subscriber = message.subscriber.as_deref().unwrap_or_default(),
+                holder = %holder,
+                takeovers = message.takeovers,
+                "lease taken over: the worker holding the message stopped renewing it (crashed, killed or cut off)"
+            );
+        }
+    }
 }

@@ -138,6 +138,11 @@ pub struct WorkerConfig {
     pub batch_size: usize,
     /// Retries after the first attempt before a message fails for good (`max-retries`).
     pub max_retries: u32,
+    /// How many lease takeovers a row may go through before it is FAILED as one that
+    /// stops its workers (`max-takeovers`, default 3). A takeover happens when the worker
+    /// holding a row stopped renewing its lease (a crash, a kill, a lost connection); it
+    /// is not a failed attempt and does not count toward `max-retries`.
+    pub max_takeovers: u32,
     /// Delay before the first retry (`retry-backoff-initial`).
     pub retry_backoff_initial: Duration,
     /// Largest delay between retries (`retry-backoff-max`).
@@ -147,12 +152,15 @@ pub struct WorkerConfig {
     /// Fraction (0..=1) of each delay that is randomized (`retry-jitter`).
     pub retry_jitter: f64,
     /// Time limit of one handler call for inbox groups, of one publish for outbox
-    /// groups (`handler-timeout`). Whatever is set, one attempt never runs longer than
-    /// `lock-at-most-for`: past its lease another worker could take the row over.
+    /// groups (`handler-timeout`). A handler is never stopped before it: the worker renews
+    /// the lease (`lock-at-most-for`) of work in flight about every third of the lease, so
+    /// the limit may be longer than the lease. A handler is stopped earlier only when its
+    /// lease could not be renewed and is about to run out (another worker may then take
+    /// the row over).
     pub handler_timeout: Duration,
     /// Inbox groups: subscribers with a time limit of their own instead of
     /// `handler-timeout`, by subscriber name (`handler-timeouts`, a table; default: empty).
-    /// Also capped by `lock-at-most-for`. A name no handler of this process is registered
+    /// A name no handler of this process is registered
     /// under makes [`BandejaBuilder::build`](crate::BandejaBuilder::build) fail.
     pub handler_timeouts: BTreeMap<String, Duration>,
     /// Whether messages sharing a partition key are processed in order (`ordered`).
@@ -217,6 +225,7 @@ impl WorkerConfig {
             lock_at_most_for: Duration::from_secs(most),
             batch_size: 50,
             max_retries: 3,
+            max_takeovers: 3,
             retry_backoff_initial: Duration::from_secs(1),
             retry_backoff_max: Duration::from_secs(300),
             retry_backoff_multiplier: 2.0,
@@ -278,6 +287,8 @@ impl WorkerConfig {
         batch_size: usize;
         /// Sets `max-retries`, at most 1000 (default: 3).
         max_retries: u32;
+        /// Sets `max-takeovers` (default: 3).
+        max_takeovers: u32;
         /// Sets `retry-backoff-initial` (default: PT1S).
         retry_backoff_initial: Duration;
         /// Sets `retry-backoff-max` (default: PT5M).
@@ -302,8 +313,8 @@ impl WorkerConfig {
     }
 
     /// Gives the handler registered under `subscriber` its own time limit, instead of
-    /// `handler-timeout` (an entry of `handler-timeouts`; inbox groups only). It is still
-    /// capped by `lock-at-most-for`; zero is rejected by validation.
+    /// `handler-timeout` (an entry of `handler-timeouts`; inbox groups only); zero is
+    /// rejected by validation.
     #[must_use]
     pub fn handler_timeout_for(mut self, subscriber: impl Into<String>, timeout: Duration) -> Self {
         self.handler_timeouts.insert(subscriber.into(), timeout);
@@ -311,15 +322,14 @@ impl WorkerConfig {
     }
 
     /// The time limit of one attempt of the handler registered under `subscriber` (its
-    /// `handler-timeouts` entry, or else `handler-timeout`), capped by `lock-at-most-for`
-    /// so that a hung handler never holds its row past its lease.
+    /// `handler-timeouts` entry, or else `handler-timeout`). The lease does not cap it:
+    /// work in flight renews its lease.
     #[must_use]
     pub fn effective_handler_timeout(&self, subscriber: Option<&str>) -> Duration {
         subscriber
             .and_then(|name| self.handler_timeouts.get(name))
             .copied()
             .unwrap_or(self.handler_timeout)
-            .min(self.lock_at_most_for)
     }
 
     /// The delay before retry number `retry_count` (1-based: the first retry is 1; 0 is
@@ -596,6 +606,7 @@ mod tests {
                 lock_at_most_for: secs(most),
                 batch_size: batch,
                 max_retries: 3,
+                max_takeovers: 3,
                 retry_backoff_initial: secs(1),
                 retry_backoff_max: secs(300),
                 retry_backoff_multiplier: 2.0,
@@ -669,6 +680,7 @@ mod tests {
             .lock_at_most_for(secs(4))
             .batch_size(5)
             .max_retries(6)
+            .max_takeovers(13)
             .retry_backoff_initial(secs(7))
             .retry_backoff_max(secs(8))
             .retry_backoff_multiplier(1.5)
@@ -688,6 +700,7 @@ mod tests {
             lock_at_most_for: secs(4),
             batch_size: 5,
             max_retries: 6,
+            max_takeovers: 13,
             retry_backoff_initial: secs(7),
             retry_backoff_max: secs(8),
             retry_backoff_multiplier: 1.5,
@@ -706,7 +719,7 @@ mod tests {
     }
 
     #[test]
-    fn a_subscriber_timeout_overrides_the_group_within_the_lease() {
+    fn a_subscriber_timeout_overrides_the_group() {
         let c = WorkerConfig::events_inbox_defaults() // PT5M, lease PT20S
             .handler_timeout(secs(10))
             .handler_timeout_for("quick", secs(2))
@@ -716,11 +729,11 @@ mod tests {
         assert_eq!(c.effective_handler_timeout(None), secs(10));
         assert_eq!(
             c.effective_handler_timeout(Some("long")),
-            secs(20),
-            "capped by lock-at-most-for"
+            secs(60),
+            "not capped by lock-at-most-for: the lease is renewed"
         );
         let defaults = WorkerConfig::events_inbox_defaults();
-        assert_eq!(defaults.effective_handler_timeout(None), secs(20));
+        assert_eq!(defaults.effective_handler_timeout(None), secs(300));
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod emission;
 pub mod envelope;
 pub mod error;
 pub mod fault;
+pub(crate) mod lease;
 pub(crate) mod maintenance;
 pub mod processing;
 pub mod reception;

@@ -360,8 +360,14 @@ pub struct StoredMessage {
     pub last_error: Option<String>,
     /// How many times the transport delivered it (inbox).
     pub delivery_count: u32,
-    /// Whether this claim took over an expired lease (the previous holder presumably died).
-    pub reclaimed: bool,
+    /// How many times a worker took the row over after the lease of the worker holding
+    /// it had run out (that worker stopped: a crash, a kill, a lost connection). Not a
+    /// failed attempt: [`retry_count`](Self::retry_count) does not count these.
+    pub takeovers: u32,
+    /// Set by the claim that took the row over from an expired lease: the claim token of
+    /// the worker that held it (which presumably died). `None` for an ordinary claim and in
+    /// rows read for inspection.
+    pub taken_over_from: Option<String>,
 }
 
 /// Why a stored message cannot be turned into its typed envelope.
@@ -390,6 +396,12 @@ pub enum DecodeError {
 }
 
 impl StoredMessage {
+    /// Whether this claim took the row over from an expired lease.
+    #[must_use]
+    pub fn reclaimed(&self) -> bool {
+        self.taken_over_from.is_some()
+    }
+
     fn payload<T: Payload>(&self) -> Result<T, DecodeError> {
         if self.record.schema_version != T::VERSION {
             return Err(DecodeError::SchemaVersion {
@@ -574,7 +586,8 @@ mod tests {
             retry_count: 0,
             last_error: None,
             delivery_count: 1,
-            reclaimed: false,
+            takeovers: 0,
+            taken_over_from: None,
         };
         let back: Event<Shipped> = stored.to_event().unwrap();
         assert_eq!(back.payload, Shipped { order: 42 });

@@ -35,8 +35,10 @@ pub(crate) struct Shared<S: Store> {
     pub(crate) routes: [Vec<crate::store::Route>; 2],
     /// With a broker transport: this service's name and command topics.
     pub(crate) routing: Option<Routing>,
-    /// The inbox subscribers whose handlers were recently set aside as too slow for a batch.
-    pub(crate) slow: crate::processing::stragglers::SlowSubscribers,
+    /// The measured handler times of the inbox subscribers (which run batched).
+    pub(crate) pace: crate::processing::pace::Pace,
+    /// Transient conflicts per row, tried again for free up to a bound.
+    pub(crate) conflicts: crate::processing::conflicts::Conflicts,
     /// The handler permits of each inbox, shared by all its cycles.
     pub(crate) permits: crate::processing::stragglers::Permits,
 }
@@ -257,7 +259,8 @@ impl<S: Store> BandejaBuilder<S> {
                 instance: rand::random::<u32>(),
                 routes,
                 routing,
-                slow: crate::processing::stragglers::SlowSubscribers::default(),
+                pace: crate::processing::pace::Pace::default(),
+                conflicts: crate::processing::conflicts::Conflicts::default(),
                 permits: crate::processing::stragglers::Permits::new(
                     crate::processing::worker::handlers_at_once(
                         single_writer,

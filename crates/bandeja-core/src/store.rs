@@ -181,13 +181,27 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> Result<(), StoreError>;
 
     /// Claims due rows of a box: PENDING rows whose `next_attempt_at` has come, and
-    /// PROCESSING rows whose lease expired (their `retry_count` goes up by one and
-    /// `reclaimed` is set). Sets PROCESSING, `locked_by`, `locked_until`. Ordered by `seq`.
+    /// PROCESSING rows whose lease expired (a takeover: their `takeover_count` goes up by
+    /// one, `retry_count` stays, and [`StoredMessage::taken_over_from`] names the holder).
+    /// Sets PROCESSING, `locked_by`, `locked_until`. Ordered by `seq`. A claimed row that
+    /// cannot be decoded is not returned: it is marked FAILED with the decode error (see
+    /// [`RowKey::undecodable`]), so one bad row never blocks its box.
     async fn claim(
         &self,
         box_kind: BoxKind,
         request: &ClaimRequest<'_>,
     ) -> Result<Vec<StoredMessage>, StoreError>;
+
+    /// Renews the lease of every row of the box that `worker_id` still holds (PROCESSING,
+    /// `locked_by = worker_id`): `locked_until = now + lease`, in one statement. Workers
+    /// call it about every third of the lease while their work is in flight. Returns how
+    /// many rows it renewed.
+    async fn renew(
+        &self,
+        box_kind: BoxKind,
+        worker_id: &str,
+        lease: Duration,
+    ) -> Result<u64, StoreError>;
 
     /// In-process transport: in one transaction, inserts each delivery into the inbox of
     /// `kind` (one row per subscriber, dedup by `(id, subscriber)`) and applies `outcomes`
@@ -378,6 +392,36 @@ fn unsupported(operation: &'static str, key: &str) -> StoreError {
         operation,
         format!("this store does not support it: turn `{key}` off for it"),
     )
+}
+
+/// What a claim knows of a row it could not decode: enough to mark it FAILED.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowKey {
+    /// Message id.
+    pub id: MessageId,
+    /// Subscriber (inbox rows).
+    pub subscriber: Option<String>,
+    /// Its retry count, kept.
+    pub retry_count: u32,
+}
+
+impl RowKey {
+    /// The outcome that marks the row FAILED with `error` (the decode error) in
+    /// `last_error`: it cannot be handled or published as it is stored.
+    #[must_use]
+    pub fn undecodable(&self, error: &StoreError) -> Outcome {
+        Outcome {
+            id: self.id,
+            subscriber: self.subscriber.clone(),
+            resolution: Resolution::Failed {
+                retry_count: self.retry_count,
+                error: format!(
+                    "the stored row cannot be read ({error}): it was written by hand or by an \
+                     incompatible version; fix the row and retry it, or purge it"
+                ),
+            },
+        }
+    }
 }
 
 /// What the staleness monitor asks [`Store::fail_stale`] to do.

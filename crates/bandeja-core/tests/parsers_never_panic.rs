@@ -267,6 +267,7 @@ fn group_entry() -> impl Strategy<Value = (&'static str, toml::Value)> {
         duration("lock-at-most-for"),
         (1i64..=10_000).prop_map(|n| ("batch-size", toml::Value::Integer(n))),
         (0i64..=1_000).prop_map(|n| ("max-retries", toml::Value::Integer(n))),
+        (0i64..=1_000).prop_map(|n| ("max-takeovers", toml::Value::Integer(n))),
         duration("retry-backoff-initial"),
         duration("retry-backoff-max"),
         (1.0f64..10.0).prop_map(|f| ("retry-backoff-multiplier", toml::Value::Float(f))),
@@ -328,7 +329,7 @@ fn table<'a>(doc: &'a mut toml::Table, name: &str) -> &'a mut toml::Table {
         .expect("a table")
 }
 
-const GROUP_KEYS: [&str; 16] = [
+const GROUP_KEYS: [&str; 17] = [
     "enabled",
     "polling-interval",
     "polling-initial-delay",
@@ -336,6 +337,7 @@ const GROUP_KEYS: [&str; 16] = [
     "lock-at-most-for",
     "batch-size",
     "max-retries",
+    "max-takeovers",
     "retry-backoff-initial",
     "retry-backoff-max",
     "retry-backoff-multiplier",

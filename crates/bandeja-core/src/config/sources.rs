@@ -16,7 +16,7 @@ use super::{
 };
 
 /// Keys of a worker group table, in documentation order.
-const GROUP_KEYS: [&str; 17] = [
+const GROUP_KEYS: [&str; 18] = [
     "enabled",
     "polling-interval",
     "polling-initial-delay",
@@ -24,6 +24,7 @@ const GROUP_KEYS: [&str; 17] = [
     "lock-at-most-for",
     "batch-size",
     "max-retries",
+    "max-takeovers",
     "retry-backoff-initial",
     "retry-backoff-max",
     "retry-backoff-multiplier",
@@ -291,6 +292,9 @@ fn set_field(
         }
         "max-retries" => {
             c.max_retries = raw.integer(key, &format!("between 0 and {MAX_RETRIES_LIMIT}"))?
+        }
+        "max-takeovers" => {
+            c.max_takeovers = raw.integer(key, &format!("between 0 and {MAX_RETRIES_LIMIT}"))?
         }
         "retry-backoff-initial" => c.retry_backoff_initial = raw.duration(key)?,
         "retry-backoff-max" => c.retry_backoff_max = raw.duration(key)?,

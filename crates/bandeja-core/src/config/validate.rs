@@ -34,6 +34,12 @@ impl WorkerConfig {
                 format!("must be at most {MAX_RETRIES_LIMIT}"),
             ),
             (
+                self.max_takeovers <= MAX_RETRIES_LIMIT,
+                "max-takeovers",
+                self.max_takeovers.to_string(),
+                format!("must be at most {MAX_RETRIES_LIMIT}"),
+            ),
+            (
                 !self.polling_interval.is_zero(),
                 "polling-interval",
                 d(self.polling_interval),

@@ -173,7 +173,7 @@ pub async fn claims_in_seq_order_with_a_lease<S: Inspect>(store: S) {
     assert!(first.windows(2).all(|w| w[0].seq < w[1].seq));
     assert!(first
         .iter()
-        .all(|m| m.status == MessageStatus::Processing && !m.reclaimed));
+        .all(|m| m.status == MessageStatus::Processing && !m.reclaimed()));
     let second = store
         .claim(BoxKind::OutboxEvents, &request("w2", 10))
         .await
@@ -344,8 +344,9 @@ pub async fn inbox_dedup_counts_deliveries<S: Inspect>(store: S) {
         .all(|r| r.message.status == MessageStatus::Pending));
 }
 
-/// A lease that expired is taken over; the retry count records the lost attempt; the old
-/// holder can no longer change the row.
+/// A lease that expired is taken over: the takeover is counted (not as a failed attempt:
+/// the retry count stays), the claim names the old holder, and the old holder can no
+/// longer change the row.
 pub async fn expired_lease_is_reclaimed_by_another_worker<S: Inspect>(store: S) {
     emit(&store, &[ping(1, "a")]).await;
     let short = ClaimRequest {
@@ -366,8 +367,9 @@ pub async fn expired_lease_is_reclaimed_by_another_worker<S: Inspect>(store: S) 
     })
     .await
     .expect("the expired lease is taken over");
-    assert!(taken[0].reclaimed);
-    assert_eq!(taken[0].retry_count, 1);
+    assert_eq!(taken[0].taken_over_from.as_deref(), Some("dead"));
+    assert_eq!(taken[0].takeovers, 1);
+    assert_eq!(taken[0].retry_count, 0, "a takeover is not a failed attempt");
     store
         .resolve(
             BoxKind::OutboxEvents,
@@ -565,7 +567,7 @@ pub async fn release_returns_rows_without_spending_retries<S: Inspect>(store: S)
         .expect("claim");
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].retry_count, 0);
-    assert!(!again[0].reclaimed);
+    assert!(!again[0].reclaimed());
 }
 
 /// Four workers claiming at once get disjoint sets that together cover every row.

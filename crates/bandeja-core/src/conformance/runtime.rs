@@ -36,7 +36,8 @@ macro_rules! runtime_conformance_tests {
             a_retried_hung_message_does_not_hold_up_messages_claimed_with_it,
             a_hung_first_attempt_delays_other_keys_by_at_most_one_backoff,
             cycles_beside_a_straggler_share_the_handler_concurrency,
-            a_slow_subscriber_is_set_aside_once_then_runs_alone,
+            handlers_slower_than_the_lease_run_once_each_under_renewed_leases,
+            a_fast_subscriber_turned_slow_is_never_stopped_and_holds_up_nobody,
             per_handler_timeout_overrides_the_group_timeout,
             per_handler_timeout_mistakes_are_startup_errors,
             handler_emission_commits_with_the_handling_only,
@@ -95,6 +96,8 @@ enum Behaviour {
     /// Every attempt on this payload number hangs forever.
     HangOn(u64),
     Pause(Duration),
+    /// Every attempt on this payload number takes this long; the others are instant.
+    PauseOn(u64, Duration),
 }
 
 /// Every attempt a [`Recorder`] saw, in the order they started: (subscriber, payload
@@ -207,6 +210,7 @@ impl Recorder {
             Behaviour::Hang => std::future::pending::<()>().await,
             Behaviour::HangOn(h) if h == n => std::future::pending::<()>().await,
             Behaviour::Pause(d) => tokio::time::sleep(d).await,
+            Behaviour::PauseOn(p, d) if p == n => tokio::time::sleep(d).await,
             _ => {}
         }
         if let Ok(mut seen) = self.seen.lock() {
@@ -761,12 +765,16 @@ pub async fn a_hung_first_attempt_delays_other_keys_by_at_most_one_backoff<S: In
     assert!(tenants.contains(&other_tenant), "{tenants:?}");
 }
 
-/// A handler slow by nature (here 1.3 s, its limit far away) completes every message once;
-/// in a batched transaction it is stopped and run again alone only the first time, after
-/// which its subscriber runs alone from the start: the later messages are tried once.
-pub async fn a_slow_subscriber_is_set_aside_once_then_runs_alone<S: Inspect>(store: S) {
-    let recorder = Recorder::new(Behaviour::Pause(Duration::from_millis(1300)));
+/// Handlers slower than their lease (2.5 s against a lease of 2 s), none failing: the
+/// lease is renewed while they run, so each message is handled exactly once, concurrently,
+/// with no retry spent and no takeover; no handler is stopped before its own limit.
+pub async fn handlers_slower_than_the_lease_run_once_each_under_renewed_leases<S: Inspect>(
+    store: S,
+) {
+    let pause = Duration::from_millis(2500);
+    let recorder = Recorder::new(Behaviour::Pause(pause));
     let mut config = fast_config();
+    config.events_inbox.lock_at_most_for = Duration::from_secs(2);
     config.events_inbox.retry_backoff_initial = Duration::from_secs(1);
     config.events_inbox.retry_backoff_max = Duration::from_secs(1);
     let bandeja = Bandeja::builder(store.clone())
@@ -775,38 +783,82 @@ pub async fn a_slow_subscriber_is_set_aside_once_then_runs_alone<S: Inspect>(sto
         .build()
         .expect("build");
     let running = bandeja.start().await.expect("start");
-    emit_pings(&store, 0..1, |_| "k0".into()).await;
-    wait_rows(
-        &store,
-        BoxKind::InboxEvents,
-        all(MessageStatus::Completed, 1),
-    )
-    .await;
-    emit_pings(&store, 1..3, |n| format!("k{n}")).await;
+    let started = std::time::Instant::now();
+    emit_pings(&store, 0..4, |n| format!("k{n}")).await;
     let rows = wait_rows(
         &store,
         BoxKind::InboxEvents,
-        all(MessageStatus::Completed, 3),
+        all(MessageStatus::Completed, 4),
     )
     .await;
+    let took = started.elapsed();
+    running.shutdown().await;
+    assert_eq!(recorder.handled(), vec![0, 1, 2, 3], "each completed once");
+    assert!(
+        (0..4).all(|n| recorder.tries_of(n).len() == 1),
+        "each message entered once: {:?}",
+        recorder.tried()
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r.message.retry_count == 0 && r.message.takeovers == 0),
+        "no retry spent, no takeover: {:?}",
+        rows.iter()
+            .map(|r| (r.message.retry_count, r.message.takeovers))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        took < pause * 2,
+        "the four ran side by side: {took:?} (each takes {pause:?})"
+    );
+}
+
+/// A subscriber measured fast runs batched; when one of its messages turns out slow
+/// (3 s, longer than the patience) inside a batched transaction, it is not stopped: it
+/// runs once, to the end, and the messages of its chunk not started yet are handed over
+/// to run alone beside it, within the patience.
+pub async fn a_fast_subscriber_turned_slow_is_never_stopped_and_holds_up_nobody<S: Inspect>(
+    store: S,
+) {
+    let slow = Duration::from_secs(3);
+    let recorder = Recorder::new(Behaviour::PauseOn(20, slow));
+    let mut config = fast_config();
+    config.events_inbox.retry_backoff_initial = Duration::from_secs(1);
+    config.events_inbox.retry_backoff_max = Duration::from_secs(1);
+    let bandeja = Bandeja::builder(store.clone())
+        .config(config)
+        .on_event::<Ping, _>("s", recorder.clone())
+        .build()
+        .expect("build");
+    let running = bandeja.start().await.expect("start");
+    // Measured fast first.
+    emit_pings(&store, 0..20, |n| format!("k{n}")).await;
+    wait_rows(
+        &store,
+        BoxKind::InboxEvents,
+        all(MessageStatus::Completed, 20),
+    )
+    .await;
+    let emitted_at = std::time::Instant::now();
+    emit_pings(&store, 20..40, |n| format!("k{n}")).await;
+    let done = |rows: &[RowView], from: u64, to: u64| {
+        rows.iter()
+            .filter(|r| r.message.status == MessageStatus::Completed)
+            .filter(|r| (from..to).contains(&ping_number(r)))
+            .count()
+            == usize::try_from(to - from).unwrap_or_default()
+    };
+    wait_rows(&store, BoxKind::InboxEvents, |rows| done(rows, 21, 40)).await;
+    let others_took = emitted_at.elapsed();
+    let rows = wait_rows(&store, BoxKind::InboxEvents, |rows| done(rows, 0, 40)).await;
     running.shutdown().await;
     assert!(
-        rows.iter().all(|r| r.message.retry_count == 0),
-        "no retry spent"
+        others_took < Duration::from_millis(2500),
+        "the messages beside the slow one took {others_took:?}: bound one patience (1 s) and a margin"
     );
-    assert_eq!(recorder.handled(), vec![0, 1, 2], "each completed once");
-    let first = recorder.tries_of(0).len();
-    let batched = store.prefers_batched_handlers();
-    assert_eq!(
-        first,
-        if batched { 2 } else { 1 },
-        "the first message: set aside from its batch, then alone (batched store: {batched})"
-    );
-    assert_eq!(
-        (recorder.tries_of(1).len(), recorder.tries_of(2).len()),
-        (1, 1),
-        "later messages of the slow subscriber run alone from the start"
-    );
+    assert_eq!(recorder.tries_of(20), vec![0], "the slow one ran once, to the end");
+    assert_eq!(recorder.handled(), (0..40).collect::<Vec<_>>());
+    assert!(rows.iter().all(|r| r.message.retry_count == 0));
 }
 
 /// Counts the handlers running at once; hangs on payload 0, takes a while on the others.
@@ -1140,8 +1192,8 @@ pub async fn per_handler_timeout_mistakes_are_startup_errors<S: Inspect>(store: 
     assert_eq!(inbox.effective_handler_timeout(Some("s")), second);
     assert_eq!(
         inbox.effective_handler_timeout(Some("unnamed")),
-        inbox.lock_at_most_for,
-        "without an entry, the group's handler-timeout (PT5M) capped by the lease (PT20S)"
+        inbox.handler_timeout,
+        "without an entry, the group's handler-timeout (PT5M), not capped by the lease (PT20S): the lease is renewed"
     );
 }
 

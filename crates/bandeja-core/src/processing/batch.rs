@@ -3,18 +3,32 @@
 //! statement and the chunk commits once. Batch handlers get all their messages of the
 //! chunk in one call (one savepoint); if that call fails, each message is tried alone.
 //! Commits are what cost on PostgreSQL; this pays one per chunk instead of one per
-//! message, while each handler stays its own unit of failure. A handler still running
-//! after the patience is stopped (its savepoint rolled back) and set aside: the chunk
-//! commits without it and the caller runs it again alone.
+//! message, while each handler stays its own unit of failure.
+//!
+//! Whatever a handler does to the transaction is charged to that handler alone:
+//! - it returned `Ok` but its savepoint cannot be released (it swallowed a failed
+//!   statement: on PostgreSQL the transaction is then aborted): rolled back to its
+//!   savepoint, charged as a failed attempt with what to fix, and the chunk goes on;
+//! - it ended the transaction itself (`COMMIT`/`ROLLBACK`: its savepoint is gone): charged
+//!   the same; the messages completed before it in the chunk, and those not started yet,
+//!   each run again alone, in a transaction of their own;
+//! - the chunk's `COMMIT` fails (a deferred constraint, a serialization failure): each of
+//!   its messages runs again alone, where a failing commit is its own.
+//!
+//! Nothing goes back to PENDING at zero delay. A chunk whose next handler has not started
+//! after the patience (the one running is slow) hands its remaining messages over to run
+//! alone beside it ([`Chunk::take_rest`]); no handler is stopped for being slow.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
+use tokio::sync::Notify;
 use tracing::Instrument;
 
+use crate::lease::Lease;
 use crate::processing::handler::ErasedHandler;
 use crate::processing::run::{self, AttemptFailed};
+use crate::processing::single::broken_by_handler;
 use crate::record::{BoxKind, MessageRecord, StoredMessage};
 use crate::runtime::Shared;
 use crate::store::{Outcome, Resolution, SavepointStep, Store};
@@ -25,245 +39,316 @@ struct Unit<'m, S: Store> {
     messages: Vec<&'m StoredMessage>,
 }
 
-/// The chunk's messages as units; messages with no runnable handler become outcomes.
-fn units<'m, S: Store>(
-    shared: &Shared<S>,
-    box_kind: BoxKind,
-    chunk: &[&'m StoredMessage],
-    failures: &mut Vec<Outcome>,
-) -> Vec<Unit<'m, S>> {
-    let mut units: Vec<Unit<'m, S>> = Vec::new();
-    let mut groups: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for &message in chunk {
-        let handler = match run::handler_for(shared, box_kind, message) {
-            Ok(handler) => handler,
-            Err(outcome) => {
-                failures.push(outcome);
-                continue;
-            }
-        };
-        if handler.batches() {
-            let key = (
-                message.subscriber.clone().unwrap_or_default(),
-                message.record.inbox_tenant().to_string(),
-            );
-            if let Some(&index) = groups.get(&key) {
-                units[index].messages.push(message);
-                continue;
-            }
-            groups.insert(key, units.len());
-        }
-        units.push(Unit {
-            handler,
-            messages: vec![message],
-        });
-    }
-    units
+/// The messages of one batched transaction, taken in order by the chunk's run (or, past
+/// the patience, handed over to run alone).
+pub(crate) struct Chunk<'m, S: Store> {
+    units: Vec<Unit<'m, S>>,
+    /// The first unit not taken yet.
+    next: Mutex<usize>,
+    finished: Notify,
 }
 
-/// Runs a unit inside a savepoint, stopped after `patience`. Outer `Err`: the transaction
-/// itself broke.
+/// How one unit's attempt ended.
+enum Step {
+    /// Its handler succeeded and its savepoint was released.
+    Done(Vec<MessageRecord>),
+    /// Its handler failed; its savepoint was rolled back and the transaction goes on.
+    Failed(AttemptFailed),
+    /// The transaction is gone. `Some`: this unit's handler broke it (charged to it);
+    /// `None`: the savepoint could not even be opened (the connection).
+    Broken(Option<AttemptFailed>, String),
+}
+
+/// What a chunk leaves to its caller: the outcomes to write back (after its transaction:
+/// a failed handler's retry must not depend on it), and the messages to run again alone,
+/// each in a transaction of its own.
+pub(crate) type ChunkLeft<'m> = (Vec<Outcome>, Vec<&'m StoredMessage>);
+
+/// Notifies the chunk's end when dropped (whichever way its run ends).
+struct Finishing<'a>(&'a Notify);
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}
+
+impl<'m, S: Store> Chunk<'m, S> {
+    /// The chunk's messages as units; messages with no runnable handler become outcomes.
+    pub(crate) fn new(
+        shared: &Shared<S>,
+        box_kind: BoxKind,
+        messages: &[&'m StoredMessage],
+        failures: &mut Vec<Outcome>,
+    ) -> Self {
+        let mut units: Vec<Unit<'m, S>> = Vec::new();
+        let mut groups: BTreeMap<&str, usize> = BTreeMap::new();
+        for &message in messages {
+            let handler = match run::handler_for(shared, box_kind, message) {
+                Ok(handler) => handler,
+                Err(outcome) => {
+                    failures.push(outcome);
+                    continue;
+                }
+            };
+            if handler.batches() {
+                // A chunk holds one tenant: the subscriber alone keys the group.
+                let key = message.subscriber.as_deref().unwrap_or_default();
+                if let Some(&index) = groups.get(key) {
+                    units[index].messages.push(message);
+                    continue;
+                }
+                groups.insert(key, units.len());
+            }
+            units.push(Unit {
+                handler,
+                messages: vec![message],
+            });
+        }
+        Chunk {
+            units,
+            next: Mutex::new(0),
+            finished: Notify::new(),
+        }
+    }
+
+    /// Takes the next unit to run, if any is left.
+    fn take_next(&self) -> Option<&Unit<'m, S>> {
+        let mut next = self.next.lock().ok()?;
+        let unit = self.units.get(*next)?;
+        *next += 1;
+        Some(unit)
+    }
+
+    /// Takes every unit not started yet, for someone else to run: their messages.
+    pub(crate) fn take_rest(&self) -> Vec<&'m StoredMessage> {
+        let Ok(mut next) = self.next.lock() else {
+            return Vec::new();
+        };
+        let rest = self.units.get(*next..).unwrap_or_default();
+        *next = self.units.len();
+        rest.iter()
+            .flat_map(|u| u.messages.iter().copied())
+            .collect()
+    }
+
+    /// Resolves when the chunk's run has ended.
+    pub(crate) async fn finished(&self) {
+        self.finished.notified().await;
+    }
+
+    /// Runs the chunk in one transaction under `lease`.
+    pub(crate) async fn run(
+        &self,
+        shared: &Shared<S>,
+        box_kind: BoxKind,
+        token: &str,
+        lease: &Lease,
+    ) -> ChunkLeft<'m> {
+        let _finishing = Finishing(&self.finished);
+        let mut failures = Vec::new();
+        if self.units.is_empty() {
+            return (failures, Vec::new());
+        }
+        if !lease.may_start() {
+            failures.extend(self.take_rest().into_iter().map(run::release));
+            return (failures, Vec::new());
+        }
+        let mut tx = match shared.store.begin().await {
+            Ok(tx) => tx,
+            Err(error) => {
+                tracing::warn!(%error, "could not begin a batch transaction; its messages are released");
+                failures.extend(self.take_rest().into_iter().map(run::release));
+                return (failures, Vec::new());
+            }
+        };
+        let mut done: Vec<&'m StoredMessage> = Vec::new();
+        let mut emitted: Vec<MessageRecord> = Vec::new();
+        while let Some(unit) = self.take_next() {
+            if !lease.may_start() {
+                failures.extend(unit.messages.iter().copied().map(run::release));
+                failures.extend(self.take_rest().into_iter().map(run::release));
+                break;
+            }
+            let span = run::span(unit.messages[0]);
+            let step = attempt(shared, box_kind, &mut tx, unit, &unit.messages, lease)
+                .instrument(span.clone())
+                .await;
+            let broken = match step {
+                Step::Done(records) => {
+                    done.extend(unit.messages.iter().copied());
+                    emitted.extend(records);
+                    None
+                }
+                // A group failed: find the culprit(s) by trying each message alone.
+                Step::Failed(_) if unit.messages.len() > 1 => {
+                    let mut broken = None;
+                    for &message in &unit.messages {
+                        match attempt(shared, box_kind, &mut tx, unit, &[message], lease)
+                            .instrument(run::span(message))
+                            .await
+                        {
+                            Step::Done(records) => {
+                                done.push(message);
+                                emitted.extend(records);
+                            }
+                            Step::Failed(failed) => {
+                                failures.push(failed.outcome(shared, box_kind, message));
+                            }
+                            Step::Broken(guilty, error) => {
+                                if let Some(failed) = guilty {
+                                    failures.push(failed.outcome(shared, box_kind, message));
+                                }
+                                broken = Some(error);
+                                break;
+                            }
+                        }
+                    }
+                    broken
+                }
+                Step::Failed(failed) => {
+                    failures.push(failed.outcome(shared, box_kind, unit.messages[0]));
+                    None
+                }
+                Step::Broken(Some(failed), error) if unit.messages.len() == 1 => {
+                    failures.push(failed.outcome(shared, box_kind, unit.messages[0]));
+                    Some(error)
+                }
+                Step::Broken(_, error) => {
+                    // A group, or not a handler's doing: each message runs again alone.
+                    done.extend(unit.messages.iter().copied());
+                    Some(error)
+                }
+            };
+            if let Some(error) = broken {
+                tracing::warn!(%error, "the batch transaction broke; the messages completed or not started in it run again alone");
+                drop(tx);
+                let mut alone: Vec<&'m StoredMessage> = done
+                    .into_iter()
+                    .filter(|m| !failures.iter().any(|f| same_row(f, m)))
+                    .collect();
+                alone.extend(self.take_rest());
+                return (failures, alone);
+            }
+        }
+        if done.is_empty() {
+            return (failures, Vec::new());
+        }
+        self.commit(shared, box_kind, token, lease, tx, done, &emitted, failures)
+            .await
+    }
+
+    /// Marks `done` COMPLETED in one statement and commits, while the lease holds.
+    #[allow(clippy::too_many_arguments)]
+    async fn commit(
+        &self,
+        shared: &Shared<S>,
+        box_kind: BoxKind,
+        token: &str,
+        lease: &Lease,
+        mut tx: S::Tx,
+        done: Vec<&'m StoredMessage>,
+        emitted: &[MessageRecord],
+        mut failures: Vec<Outcome>,
+    ) -> ChunkLeft<'m> {
+        if !lease.holds() {
+            tracing::warn!("the lease of a batch ran out unrenewed before its commit: rolled back and released");
+            failures.extend(done.into_iter().map(run::release));
+            return (failures, Vec::new());
+        }
+        let completions: Vec<Outcome> = done
+            .iter()
+            .map(|m| Outcome {
+                id: m.record.id,
+                subscriber: m.subscriber.clone(),
+                resolution: Resolution::Completed,
+            })
+            .collect();
+        let marked = shared
+            .store
+            .resolve_in(&mut tx, box_kind, token, &completions)
+            .await;
+        match marked {
+            Ok(n) if usize::try_from(n).is_ok_and(|n| n == done.len()) => {}
+            Ok(n) => {
+                tracing::warn!(
+                    lost = done.len().saturating_sub(usize::try_from(n).unwrap_or(0)),
+                    of = done.len(),
+                    "leases were lost before the batch committed (another worker took them over): rolled back"
+                );
+                failures.extend(done.into_iter().map(run::release));
+                return (failures, Vec::new());
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not mark a batch COMPLETED; its messages run again alone");
+                return (failures, done);
+            }
+        }
+        match shared.store.commit(tx).await {
+            Ok(()) => {
+                crate::fault::point("after-handler-commit");
+                for message in &done {
+                    shared.conflicts.forget(message);
+                }
+                run::wake_for(shared, emitted);
+                (failures, Vec::new())
+            }
+            Err(error) => {
+                // A deferred constraint, a serialization failure: whose, only a commit of
+                // each alone can tell.
+                tracing::warn!(%error, "the batch transaction did not commit; its messages run again alone");
+                (failures, done)
+            }
+        }
+    }
+}
+
+fn same_row(outcome: &Outcome, message: &StoredMessage) -> bool {
+    outcome.id == message.record.id && outcome.subscriber == message.subscriber
+}
+
+/// Runs `messages` of `unit` inside a savepoint.
 async fn attempt<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
     tx: &mut S::Tx,
-    handler: &dyn ErasedHandler<S>,
+    unit: &Unit<'_, S>,
     messages: &[&StoredMessage],
-    patience: Duration,
-) -> Result<Result<Vec<MessageRecord>, AttemptFailed>, AttemptFailed> {
-    let broken = |e: crate::error::StoreError| AttemptFailed::from_store(&e);
-    shared
-        .store
-        .savepoint(tx, SavepointStep::Open)
-        .await
-        .map_err(broken)?;
-    match run::run_handler(shared, tx, box_kind, handler, messages, Some(patience)).await {
-        Ok(records) => {
-            shared
-                .store
-                .savepoint(tx, SavepointStep::Release)
-                .await
-                .map_err(broken)?;
-            Ok(Ok(records))
-        }
-        Err(failed) => {
-            shared
-                .store
-                .savepoint(tx, SavepointStep::RollBack)
-                .await
-                .map_err(broken)?;
-            Ok(Err(failed))
-        }
+    lease: &Lease,
+) -> Step {
+    if let Err(error) = shared.store.savepoint(tx, SavepointStep::Open).await {
+        return Step::Broken(None, error.to_string());
     }
-}
-
-/// What a chunk leaves to its caller: the failure outcomes to write back (after its
-/// transaction: a failed handler's retry must not depend on it), and the messages set
-/// aside as too slow for it, to run alone.
-pub(crate) type ChunkLeft<'m> = (Vec<Outcome>, Vec<&'m StoredMessage>);
-
-/// Handles a chunk of claimed rows in one transaction, each handler stopped after
-/// `patience` (then set aside).
-pub(crate) async fn handle_chunk<'m, S: Store>(
-    shared: &Shared<S>,
-    box_kind: BoxKind,
-    token: &str,
-    chunk: &[&'m StoredMessage],
-    patience: Duration,
-) -> ChunkLeft<'m> {
-    let mut failures = Vec::new();
-    let mut set_aside: Vec<&'m StoredMessage> = Vec::new();
-    let units = units(shared, box_kind, chunk, &mut failures);
-    if units.is_empty() {
-        return (failures, set_aside);
-    }
-    let mut tx = match shared.store.begin().await {
-        Ok(tx) => tx,
-        Err(error) => {
-            let every = units.iter().flat_map(|u| u.messages.iter());
-            failures.extend(every.map(|m| again(m, &error.to_string())));
-            return (failures, set_aside);
-        }
-    };
-    let mut done: Vec<&StoredMessage> = Vec::with_capacity(chunk.len());
-    let mut emitted: Vec<MessageRecord> = Vec::new();
-    for (index, unit) in units.iter().enumerate() {
-        let span = run::span(unit.messages[0]);
-        let result = attempt(
-            shared,
-            box_kind,
-            &mut tx,
-            unit.handler.as_ref(),
-            &unit.messages,
-            // A batch handler's call gets the patience once per message it carries.
-            patience.saturating_mul(u32::try_from(unit.messages.len()).unwrap_or(u32::MAX)),
-        )
-        .instrument(span.clone())
-        .await;
-        let result = match result {
-            // Too slow to keep the chunk waiting: it runs again alone, after the commit.
-            Ok(Err(failed)) if failed.set_aside => {
-                tracing::info!(parent: &span, error = %failed.error, "handler set aside");
-                shared
-                    .slow
-                    .mark(box_kind, unit.messages[0].subscriber.as_deref());
-                set_aside.extend(unit.messages.iter().copied());
-                Ok(Ok(Vec::new()))
-            }
-            // A group failed: find the culprit(s) by trying each message alone.
-            Ok(Err(_)) if unit.messages.len() > 1 => {
-                let mut outcome = Ok(Ok(()));
-                for message in &unit.messages {
-                    let alone = attempt(
-                        shared,
-                        box_kind,
-                        &mut tx,
-                        unit.handler.as_ref(),
-                        &[message],
-                        patience,
-                    )
-                    .instrument(run::span(message))
-                    .await;
-                    match alone {
-                        Ok(Ok(records)) => {
-                            done.push(message);
-                            emitted.extend(records);
-                        }
-                        Ok(Err(failed)) if failed.set_aside => set_aside.push(message),
-                        Ok(Err(failed)) => failures.push(failed.outcome(shared, box_kind, message)),
-                        Err(broken) => {
-                            outcome = Err(broken);
-                            break;
-                        }
-                    }
-                }
-                outcome.map(|_: Result<(), ()>| Ok(Vec::new()))
-            }
-            Ok(Ok(records)) => {
-                done.extend(unit.messages.iter().copied());
-                Ok(Ok(records))
-            }
-            other => other,
-        };
-        match result {
-            Ok(Ok(records)) => emitted.extend(records),
-            Ok(Err(failed)) => failures.push(failed.outcome(shared, box_kind, unit.messages[0])),
-            Err(broken) => {
-                // The transaction itself failed (a savepoint could not be set or undone):
-                // nothing of it can commit. These messages are tried again.
-                drop(tx);
-                // Those set aside run again alone anyway.
-                let rest = units[index..]
-                    .iter()
-                    .flat_map(|u| u.messages.iter().copied())
-                    .filter(|m| !set_aside.iter().any(|s| std::ptr::eq(*s, *m)));
-                failures.retain(|f| {
-                    !done
-                        .iter()
-                        .any(|m| m.record.id == f.id && m.subscriber == f.subscriber)
-                });
-                failures.extend(
-                    rest.chain(done.iter().copied())
-                        .map(|m| again(m, &broken.error)),
-                );
-                return (dedup(failures), set_aside);
-            }
-        }
-    }
-    if done.is_empty() {
-        return (failures, set_aside);
-    }
-    let completions: Vec<Outcome> = done
-        .iter()
-        .map(|m| Outcome {
-            id: m.record.id,
-            subscriber: m.subscriber.clone(),
-            resolution: Resolution::Completed,
-        })
-        .collect();
-    let committed = match shared.store.resolve_in(&mut tx, box_kind, token, &completions).await {
-        Ok(n) if usize::try_from(n).is_ok_and(|n| n == done.len()) => {
-            shared.store.commit(tx).await.map_err(|e| e.to_string())
-        }
-        Ok(n) => Err(format!(
-            "{} of {} leases were lost before the batch committed (another worker took them over): rolled back",
-            done.len().saturating_sub(usize::try_from(n).unwrap_or(0)),
-            done.len()
-        )),
-        Err(error) => Err(error.to_string()),
-    };
-    match committed {
-        Ok(()) => {
-            crate::fault::point("after-handler-commit");
-            run::wake_for(shared, &emitted);
-        }
-        Err(error) => {
-            tracing::warn!(%error, "batch transaction did not commit; its messages are tried again");
-            failures.extend(done.into_iter().map(|m| again(m, &error)));
-        }
-    }
-    (failures, set_aside)
-}
-
-/// One outcome per row (the last one wins).
-fn dedup(outcomes: Vec<Outcome>) -> Vec<Outcome> {
-    let mut seen: BTreeMap<(crate::envelope::MessageId, Option<String>), Outcome> = BTreeMap::new();
-    for outcome in outcomes {
-        seen.insert((outcome.id, outcome.subscriber.clone()), outcome);
-    }
-    seen.into_values().collect()
-}
-
-/// Back to PENDING at once, retry count unchanged: the attempt failed for a reason outside
-/// the message (the batch transaction), so it does not spend one of its retries.
-fn again(message: &StoredMessage, error: &str) -> Outcome {
-    Outcome {
-        id: message.record.id,
-        subscriber: message.subscriber.clone(),
-        resolution: Resolution::Retry {
-            retry_count: message.retry_count,
-            delay: std::time::Duration::ZERO,
-            error: format!("batch transaction failed: {error}"),
+    let ran = run::run_handler(shared, tx, box_kind, unit.handler.as_ref(), messages, lease).await;
+    let released = match ran {
+        Ok(records) => match shared.store.savepoint(tx, SavepointStep::Release).await {
+            Ok(()) => return Step::Done(records),
+            Err(error) => Err(error),
         },
+        Err(failed) => Ok(failed),
+    };
+    let rolled_back = shared.store.savepoint(tx, SavepointStep::RollBack).await;
+    match (released, rolled_back) {
+        (Ok(failed), Ok(())) => Step::Failed(failed),
+        (Err(release), Ok(())) => {
+            Step::Failed(broken_by_handler("release its savepoint", &release))
+        }
+        (Err(release), Err(rollback)) => Step::Broken(
+            Some(broken_by_handler("release its savepoint", &release)),
+            rollback.to_string(),
+        ),
+        (Ok(mut failed), Err(rollback)) => {
+            if failed.release {
+                return Step::Broken(None, rollback.to_string());
+            }
+            failed.error = format!(
+                "{}; then its savepoint could not be rolled back ({rollback}): the handler \
+                 committed or rolled back the transaction itself, or broke its connection; \
+                 never end the handler's transaction: bandeja commits it with the message's \
+                 completion",
+                failed.error
+            );
+            Step::Broken(Some(failed), rollback.to_string())
+        }
     }
 }

@@ -2,10 +2,12 @@
 //! transaction that marks its row COMPLETED.
 
 mod batch;
+pub(crate) mod conflicts;
 pub mod handler;
 pub(crate) mod registry;
 mod run;
 mod single;
+pub(crate) mod pace;
 pub(crate) mod stragglers;
 pub(crate) mod timeouts;
 pub(crate) mod worker;

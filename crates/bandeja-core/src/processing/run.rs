@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures::FutureExt;
 
 use crate::attempt;
+use crate::lease::Lease;
 use crate::config::{format_duration, Group, WorkerConfig};
 use crate::error::{FailureKind, StoreError};
 use crate::processing::handler::{ErasedHandler, HandlerContext};
@@ -21,13 +22,14 @@ use crate::tenant;
 pub(crate) struct AttemptFailed {
     pub(crate) kind: FailureKind,
     /// A lock conflict or an unreachable database, not the message's fault: retried
-    /// without spending a retry.
+    /// without spending a retry (up to [`FREE_CONFLICTS`](crate::processing::conflicts::FREE_CONFLICTS)
+    /// in a row).
     pub(crate) transient: bool,
     pub(crate) error: String,
-    /// Stopped at a batch's patience, not by its own limit: the batch goes on without it
-    /// and it runs again alone, nothing spent (see
-    /// [`stragglers`](crate::processing::stragglers)).
-    pub(crate) set_aside: bool,
+    /// Not the message's fault and nothing was done: its lease is running out unrenewed,
+    /// so the row is released (back to PENDING at once, nothing spent) for whichever
+    /// worker can still reach the database.
+    pub(crate) release: bool,
 }
 
 impl AttemptFailed {
@@ -36,7 +38,7 @@ impl AttemptFailed {
             kind: FailureKind::Retriable,
             transient: false,
             error,
-            set_aside: false,
+            release: false,
         }
     }
 
@@ -45,19 +47,17 @@ impl AttemptFailed {
             kind: FailureKind::Retriable,
             transient: error.is_transient(),
             error: error.to_string(),
-            set_aside: false,
+            release: false,
         }
     }
 
-    fn too_slow_for_a_batch(patience: Duration) -> Self {
+    /// The lease could not be renewed and is running out: stop, release.
+    pub(crate) fn lease_running_out() -> Self {
         AttemptFailed {
             kind: FailureKind::Retriable,
             transient: true,
-            error: format!(
-                "still running after {} in a batched transaction: stopped and rolled back so the batch could commit; it runs again in a transaction of its own",
-                format_duration(patience)
-            ),
-            set_aside: true,
+            error: "the lease could not be renewed and was about to run out (database unreachable?): stopped and released before another worker could take it over".to_owned(),
+            release: true,
         }
     }
 
@@ -69,13 +69,36 @@ impl AttemptFailed {
         message: &StoredMessage,
     ) -> Outcome {
         let config = shared.config.group(box_kind.group());
-        if self.transient {
-            tracing::info!(error = %self.error, "transient conflict; trying again without spending a retry");
-            attempt::transient(message, config, self.error)
-        } else {
-            tracing::warn!(error = %self.error, kind = ?self.kind, "handler failed");
-            attempt::failure(message, config, self.kind, self.error)
+        if self.release {
+            tracing::warn!(error = %self.error, "released");
+            return release(message);
         }
+        if self.transient && shared.conflicts.free(message) {
+            tracing::info!(error = %self.error, "transient conflict; trying again without spending a retry");
+            return attempt::transient(message, config, self.error);
+        }
+        shared.conflicts.forget(message);
+        let error = if self.transient {
+            format!(
+                "{} (a transient conflict {} times in a row: counted as a failed attempt)",
+                self.error,
+                crate::processing::conflicts::FREE_CONFLICTS + 1
+            )
+        } else {
+            self.error
+        };
+        tracing::warn!(%error, kind = ?self.kind, "handler failed");
+        attempt::failure(message, config, self.kind, error)
+    }
+}
+
+/// Back to PENDING at once, nothing spent: the attempt did not happen (or was stopped)
+/// for a reason outside the message.
+pub(crate) fn release(message: &StoredMessage) -> Outcome {
+    Outcome {
+        id: message.record.id,
+        subscriber: message.subscriber.clone(),
+        resolution: crate::store::Resolution::Release,
     }
 }
 
@@ -142,22 +165,15 @@ pub(crate) fn span(message: &StoredMessage) -> tracing::Span {
 }
 
 /// The error of an attempt stopped after `limit`, naming the setting that gave the limit
-/// (the subscriber's `handler-timeouts` entry, the group's `handler-timeout`, or the lease
-/// that caps both: a handler may not outlive its lease, past it another worker may take
-/// the row over).
+/// (the subscriber's `handler-timeouts` entry or the group's `handler-timeout`).
 fn timed_out(
     group: Group,
     config: &WorkerConfig,
     subscriber: Option<&str>,
     limit: Duration,
 ) -> String {
-    let own = subscriber.and_then(|name| config.handler_timeouts.get(name).map(|t| (name, *t)));
-    let wanted = own.map_or(config.handler_timeout, |(_, t)| t);
-    let setting = match own {
-        _ if wanted > limit => {
-            format!("`{group}.lock-at-most-for`, the lease, which caps the handler's time limit")
-        }
-        Some((name, _)) => format!("`{group}.handler-timeouts.{name}`"),
+    let setting = match subscriber.filter(|name| config.handler_timeouts.contains_key(*name)) {
+        Some(name) => format!("`{group}.handler-timeouts.{name}`"),
         None => format!("`{group}.handler-timeout`"),
     };
     format!(
@@ -169,16 +185,15 @@ fn timed_out(
 /// Runs the handler on `tx` in the messages' tenant scope (several messages only for a
 /// batch handler) within its time limit (see [`WorkerConfig::effective_handler_timeout`]),
 /// then writes what it emitted into the outbox on the same transaction. Returns what it
-/// emitted (to wake the dispatchers after the commit). With `patience` shorter than the
-/// limit (a batched transaction), a handler still running after it is stopped and the
-/// attempt [set aside](AttemptFailed::set_aside).
+/// emitted (to wake the dispatchers after the commit). The handler is stopped early only
+/// if `lease` runs out unrenewed; its time per message is recorded in the pace.
 pub(crate) async fn run_handler<S: Store>(
     shared: &Shared<S>,
     tx: &mut S::Tx,
     box_kind: BoxKind,
     handler: &dyn ErasedHandler<S>,
     messages: &[&StoredMessage],
-    patience: Option<Duration>,
+    lease: &Lease,
 ) -> Result<Vec<MessageRecord>, AttemptFailed> {
     let Some(first) = messages.first() else {
         return Ok(Vec::new());
@@ -202,11 +217,17 @@ pub(crate) async fn run_handler<S: Store>(
         first.record.inbox_tenant().clone(),
         telemetry::trace::scope(handling, call),
     );
-    let wait = patience.map_or(timeout, |patience| patience.min(timeout));
-    let outcome = tokio::time::timeout(wait, AssertUnwindSafe(run).catch_unwind()).await;
+    let started = std::time::Instant::now();
+    let outcome = tokio::select! {
+        biased;
+        outcome = tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()) => outcome,
+        () = lease.running_out() => return Err(AttemptFailed::lease_running_out()),
+    };
+    shared
+        .pace
+        .record(box_kind, subscriber, started.elapsed(), messages.len());
     crate::fault::point("inside-handler");
     match outcome {
-        Err(_elapsed) if wait < timeout => return Err(AttemptFailed::too_slow_for_a_batch(wait)),
         Err(_elapsed) => {
             return Err(AttemptFailed::retriable(timed_out(
                 group, config, subscriber, timeout,
@@ -224,7 +245,7 @@ pub(crate) async fn run_handler<S: Store>(
                 kind: error.kind,
                 transient,
                 error: error.to_string(),
-                set_aside: false,
+                release: false,
             });
         }
         Ok(Ok(Ok(()))) => {}

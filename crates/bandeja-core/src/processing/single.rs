@@ -1,7 +1,9 @@
-//! One transaction per message: the handler runs, its row is marked COMPLETED, commit.
+//! One transaction per message: the handler runs, its row is marked COMPLETED, commit —
+//! started only while the lease leaves time for it, committed only while it holds.
 
 use tracing::Instrument;
 
+use crate::lease::Lease;
 use crate::processing::handler::ErasedHandler;
 use crate::processing::run::{self, AttemptFailed};
 use crate::record::{BoxKind, StoredMessage};
@@ -9,25 +11,54 @@ use crate::runtime::Shared;
 use crate::store::{Outcome, Store};
 
 /// Runs one handler. `None` when the row was completed inside the handler's transaction
-/// (or the lease was lost); otherwise the failure outcome to write back.
+/// (or the lease was lost); otherwise the outcome to write back.
 pub(crate) async fn handle_one<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
     token: &str,
     message: &StoredMessage,
+    lease: &Lease,
 ) -> Option<Outcome> {
+    if !lease.may_start() {
+        // The lease could not be renewed lately: do not start what may not finish in it.
+        return Some(run::release(message));
+    }
     let handler = match run::handler_for(shared, box_kind, message) {
         Ok(handler) => handler,
         Err(outcome) => return Some(outcome),
     };
     async {
-        match in_transaction(shared, box_kind, token, message, handler.as_ref()).await {
-            Ok(()) => None,
+        match in_transaction(shared, box_kind, token, message, handler.as_ref(), lease).await {
+            Ok(()) => {
+                shared.conflicts.forget(message);
+                None
+            }
             Err(failed) => Some(failed.outcome(shared, box_kind, message)),
         }
     }
     .instrument(run::span(message))
     .await
+}
+
+/// The error of a transaction that could not complete after its handler returned `Ok`:
+/// the handler's fault (a statement inside it failed and it went on, or it ended the
+/// transaction itself), said so with what to do.
+pub(crate) fn broken_by_handler(step: &str, error: &crate::error::StoreError) -> AttemptFailed {
+    let mut failed = AttemptFailed::from_store(error);
+    if failed.transient {
+        // A conflict or a lost connection: not the handler's doing.
+        return failed;
+    }
+    failed.error = format!(
+        "the handler returned Ok, but its transaction could not {step}: {error}. A statement \
+         inside the handler failed and the handler went on (on PostgreSQL that aborts the \
+         whole transaction), or the handler committed or rolled back the transaction itself. \
+         Run a statement that may fail inside a savepoint of its own (SAVEPOINT / ROLLBACK TO \
+         SAVEPOINT), or avoid the error (INSERT … ON CONFLICT DO NOTHING); never commit or \
+         roll back the handler's transaction: bandeja commits it with the message's \
+         completion"
+    );
+    failed
 }
 
 async fn in_transaction<S: Store>(
@@ -36,13 +67,18 @@ async fn in_transaction<S: Store>(
     token: &str,
     message: &StoredMessage,
     handler: &dyn ErasedHandler<S>,
+    lease: &Lease,
 ) -> Result<(), AttemptFailed> {
     let mut tx = shared
         .store
         .begin()
         .await
         .map_err(|e| AttemptFailed::from_store(&e))?;
-    let emitted = run::run_handler(shared, &mut tx, box_kind, handler, &[message], None).await?;
+    let emitted = run::run_handler(shared, &mut tx, box_kind, handler, &[message], lease).await?;
+    if !lease.holds() {
+        // Rolled back: another worker may take the row over now.
+        return Err(AttemptFailed::lease_running_out());
+    }
     let held = shared
         .store
         .complete_in(
@@ -53,7 +89,7 @@ async fn in_transaction<S: Store>(
             token,
         )
         .await
-        .map_err(|e| AttemptFailed::from_store(&e))?;
+        .map_err(|e| broken_by_handler("mark the message COMPLETED", &e))?;
     if !held {
         tracing::warn!(
             "lease lost before completion (another worker took the message over): rolled back"
@@ -64,7 +100,7 @@ async fn in_transaction<S: Store>(
         .store
         .commit(tx)
         .await
-        .map_err(|e| AttemptFailed::from_store(&e))?;
+        .map_err(|e| broken_by_handler("commit", &e))?;
     crate::fault::point("after-handler-commit");
     run::wake_for(shared, &emitted);
     Ok(())

@@ -1,18 +1,22 @@
-//! One cycle of an inbox worker: claim → handlers (each inside the transaction that marks
-//! its row COMPLETED: one per message, or one per batch with a savepoint per handler; in a
-//! batched cycle a row that failed before, or whose subscriber was recently slow, runs
-//! alone beside the batch, so a poison message that hangs or fails again holds up no
-//! healthy row) → failures written back in one statement. Every handler (or batch
+//! One cycle of an inbox worker: claim → handlers, under a lease renewed while they run
+//! (each inside the transaction that marks its row COMPLETED: one per message, or one per
+//! chunk with a savepoint per handler for the subscribers measured fast, see
+//! [`pace`](crate::processing::pace); a row that failed before runs alone, so a poison
+//! message that hangs or fails again holds up no healthy row) → failures written back in
+//! one statement. Every handler (or batch
 //! transaction) holds one of the inbox's permits while it runs; see
 //! [`stragglers`](crate::processing::stragglers). The batch's outcomes are counted once per
 //! (type, subscriber) in the handled / retried / failed metrics, with the commit→handled
 //! latency of each completed row.
 
+use std::time::Duration;
+
 use futures::StreamExt;
 
 use crate::config::HandlerTransaction;
 use crate::error::Result;
-use crate::processing::{batch, single, stragglers};
+use crate::lease::Lease;
+use crate::processing::{batch, pace, single, stragglers};
 use crate::record::{BoxKind, StoredMessage};
 use crate::runtime::Shared;
 use crate::store::{Outcome, Store};
@@ -24,9 +28,8 @@ const SINGLE_WRITER_CONCURRENCY: usize = 4;
 /// Smallest chunk of a batched cycle (one transaction, one commit per chunk).
 const MIN_CHUNK: usize = 64;
 
-/// Rows that failed before or whose subscriber is slow, handled at once in their own
-/// transactions beside the chunks of a batched cycle (few: the chunks keep the other
-/// permits).
+/// Rows a chunk hands over or leaves to run alone, handled at once in their own
+/// transactions (few: the chunks keep the other permits).
 const SUSPECT_CONCURRENCY: usize = 4;
 
 /// Handlers at once per inbox: the configured handler concurrency, at most
@@ -48,49 +51,24 @@ pub(crate) async fn cycle<S: Store>(
 ) -> Result<usize> {
     let config = shared.config.group(box_kind.group());
     let token = shared.claim_token();
+    let claimed_at = tokio::time::Instant::now();
     let claimed = crate::claim::claim(shared, box_kind, &token, claimed_slot).await?;
     if claimed.is_empty() {
         return Ok(0);
     }
+    crate::attempt::log_takeovers(&claimed);
     claimed_slot.set(&token, &claimed);
-    let batched = match config.handler_transaction {
-        HandlerTransaction::Message => false,
-        HandlerTransaction::Batch => true,
-        HandlerTransaction::Auto => shared.store.prefers_batched_handlers(),
-    };
-    // One writer at a time (SQLite): more concurrent handler transactions only wait for
-    // each other's locks; a few still let a slow handler not hold up the rest.
-    let concurrency = handlers_at_once(shared.store.single_writer(), shared.handler_concurrency);
+    let lease = Lease::new(config.lock_at_most_for, claimed_at);
     let lane = Lane {
         shared,
         box_kind,
         token: &token,
         slot: claimed_slot,
+        lease: &lease,
     };
-    let failures: Vec<Outcome> = if batched {
-        // A row that failed before may be a poison message that fails or hangs again, and
-        // a subscriber that was slow a moment ago likely is again: those run in
-        // transactions of their own beside the chunks, so a healthy row never waits for
-        // them in a shared chunk. (One writer at a time: the chunk would wait for them
-        // anyway, so everything stays in chunks.)
-        let (suspects, fresh): (Vec<&StoredMessage>, Vec<&StoredMessage>) =
-            if shared.store.single_writer() {
-                (Vec::new(), claimed.iter().collect())
-            } else {
-                claimed.iter().partition(|m| {
-                    m.retry_count > 0 || shared.slow.is_slow(box_kind, m.subscriber.as_deref())
-                })
-            };
-        let (mut failures, alone) = futures::join!(
-            lane.chunked(&fresh),
-            lane.one_by_one(&suspects, SUSPECT_CONCURRENCY, true)
-        );
-        failures.extend(alone);
-        failures
-    } else {
-        let all: Vec<&StoredMessage> = claimed.iter().collect();
-        lane.one_by_one(&all, concurrency, true).await
-    };
+    let failures = lease
+        .renewed_during(&shared.store, box_kind, &token, lane.handle(&claimed))
+        .await;
     if !failures.is_empty() {
         shared.store.resolve(box_kind, &token, &failures).await?;
     }
@@ -99,21 +77,70 @@ pub(crate) async fn cycle<S: Store>(
     Ok(claimed.len())
 }
 
-/// What the handlings of one cycle share: the claim token, and the slot that counts the
-/// rows started.
+/// What the handlings of one cycle share: the claim token and its lease, and the slot that
+/// counts the rows started.
 struct Lane<'a, S: Store> {
     shared: &'a Shared<S>,
     box_kind: BoxKind,
     token: &'a str,
     slot: &'a Claimed,
+    lease: &'a Lease,
 }
 
 impl<S: Store> Lane<'_, S> {
+    /// Handles the claimed rows: batched, for the subscribers measured fast enough for it
+    /// on a store that prefers it (see [`pace`](crate::processing::pace)), each alone
+    /// otherwise. Returns the outcomes to write back.
+    async fn handle(&self, claimed: &[StoredMessage]) -> Vec<Outcome> {
+        let shared = self.shared;
+        let config = shared.config.group(self.box_kind.group());
+        let may_batch = match config.handler_transaction {
+            HandlerTransaction::Message => false,
+            HandlerTransaction::Batch => true,
+            HandlerTransaction::Auto => shared.store.prefers_batched_handlers(),
+        };
+        // One writer at a time (SQLite): more concurrent handler transactions only wait for
+        // each other's locks; a few still let a slow handler not hold up the rest.
+        let concurrency =
+            handlers_at_once(shared.store.single_writer(), shared.handler_concurrency);
+        if !may_batch {
+            let all: Vec<&StoredMessage> = claimed.iter().collect();
+            return self.one_by_one(&all, concurrency, true).await;
+        }
+        // `handler-transaction = "batch"` batches every subscriber; `auto` only those
+        // measured fast. A row that failed before may be a poison message that fails or
+        // hangs again: it runs alone beside the chunks, as every retry does.
+        let forced = config.handler_transaction == HandlerTransaction::Batch;
+        let mut slowest = Duration::ZERO;
+        let (batched, alone): (Vec<&StoredMessage>, Vec<&StoredMessage>) =
+            claimed.iter().partition(|m| {
+                if m.retry_count > 0 && !shared.store.single_writer() {
+                    return false;
+                }
+                match shared.pace.batched(self.box_kind, m.subscriber.as_deref()) {
+                    Some(average) => {
+                        slowest = slowest.max(average);
+                        true
+                    }
+                    None => forced,
+                }
+            });
+        let (mut failures, alone) = futures::join!(
+            self.chunked(&batched, slowest),
+            self.one_by_one(&alone, concurrency, true)
+        );
+        failures.extend(alone);
+        failures
+    }
+
     /// Handles `messages` in chunks, one transaction per chunk (each holding one permit),
-    /// split over the handler concurrency; then runs alone, each in its own transaction,
-    /// the messages whose handlers a chunk set aside as too slow for it. Returns the
-    /// failure outcomes.
-    async fn chunked(&self, messages: &[&StoredMessage]) -> Vec<Outcome> {
+    /// split over the handler concurrency; a chunk holds one tenant only (a tenant context
+    /// a handler sets with `SET LOCAL` never reaches another tenant's handler) and at most
+    /// the [chunk budget](crate::processing::pace::CHUNK_BUDGET) of measured handler
+    /// time. The messages a chunk leaves to run alone (handed over past the patience, or
+    /// after its transaction broke) run each in its own transaction. Returns the
+    /// outcomes to write back.
+    async fn chunked(&self, messages: &[&StoredMessage], slowest: Duration) -> Vec<Outcome> {
         if messages.is_empty() {
             return Vec::new();
         }
@@ -124,37 +151,76 @@ impl<S: Store> Lane<'_, S> {
             shared.handler_concurrency
         };
         // Each chunk costs a commit: chunks of at least MIN_CHUNK rows, as many at once as
-        // the concurrency allows.
+        // the concurrency allows, within the time budget.
         let chunks = writers.min(messages.len().div_ceil(MIN_CHUNK)).max(1);
-        let size = messages.len().div_ceil(chunks);
+        let size = messages
+            .len()
+            .div_ceil(chunks)
+            .min(pace::chunk_limit(slowest))
+            .max(1);
         let patience = stragglers::patience(shared.config.group(self.box_kind.group()));
-        let runs: Vec<_> = messages
-            .chunks(size)
+        let runs: Vec<_> = by_tenant(messages)
+            .into_iter()
+            .flat_map(|group| {
+                group
+                    .chunks(size)
+                    .map(<[&StoredMessage]>::to_vec)
+                    .collect::<Vec<_>>()
+            })
             .map(|chunk| async move {
-                let (mut failures, set_aside) = {
+                let mut failures = Vec::new();
+                let batch = batch::Chunk::new(shared, self.box_kind, &chunk, &mut failures);
+                let (left, handed_over) = {
                     let _permit = shared.permits.of(self.box_kind).acquire().await;
                     self.slot.started(chunk.len());
-                    batch::handle_chunk(shared, self.box_kind, self.token, chunk, patience).await
+                    futures::join!(
+                        batch.run(shared, self.box_kind, self.token, self.lease),
+                        self.hand_over_after(&batch, patience)
+                    )
                 };
-                if !set_aside.is_empty() {
-                    failures.extend(
-                        self.one_by_one(&set_aside, SUSPECT_CONCURRENCY, false)
-                            .await,
-                    );
+                let (more, alone) = left;
+                failures.extend(more);
+                failures.extend(handed_over);
+                if !alone.is_empty() {
+                    failures.extend(self.one_by_one(&alone, SUSPECT_CONCURRENCY, false).await);
                 }
                 failures
             })
             .collect();
         let results: Vec<Vec<Outcome>> = futures::stream::iter(runs)
-            .buffer_unordered(chunks)
+            .buffer_unordered(writers)
             .collect()
             .await;
         results.into_iter().flatten().collect()
     }
 
+    /// If `batch` is still running after `patience`, takes the messages it has not started
+    /// and runs them alone beside it (the handler it is waiting for is slow); returns their
+    /// outcomes.
+    async fn hand_over_after(
+        &self,
+        batch: &batch::Chunk<'_, S>,
+        patience: Duration,
+    ) -> Vec<Outcome> {
+        tokio::select! {
+            () = batch.finished() => return Vec::new(),
+            () = tokio::time::sleep(patience) => {}
+        }
+        let rest = batch.take_rest();
+        if rest.is_empty() {
+            return Vec::new();
+        }
+        tracing::info!(
+            box = %self.box_kind,
+            messages = rest.len(),
+            "a batched handler is slow: the rest of its chunk runs alone beside it"
+        );
+        self.one_by_one(&rest, SUSPECT_CONCURRENCY, false).await
+    }
+
     /// Handles each of `messages` in its own transaction, `concurrency` at once (each
     /// holding one permit; `count`: whether their start counts toward the cycle's rows
-    /// started). Returns the failure outcomes.
+    /// started). Returns the outcomes to write back.
     async fn one_by_one(
         &self,
         messages: &[&StoredMessage],
@@ -169,7 +235,7 @@ impl<S: Store> Lane<'_, S> {
                 if count {
                     self.slot.started(1);
                 }
-                single::handle_one(shared, self.box_kind, self.token, message).await
+                single::handle_one(shared, self.box_kind, self.token, message, self.lease).await
             })
             .collect();
         let results: Vec<Option<Outcome>> = futures::stream::iter(runs)
@@ -178,4 +244,20 @@ impl<S: Store> Lane<'_, S> {
             .await;
         results.into_iter().flatten().collect()
     }
+}
+
+/// `messages` grouped by tenant, each group in claim order.
+fn by_tenant<'m>(messages: &[&'m StoredMessage]) -> Vec<Vec<&'m StoredMessage>> {
+    let mut groups: Vec<Vec<&'m StoredMessage>> = Vec::new();
+    for &message in messages {
+        let tenant = message.record.inbox_tenant();
+        match groups
+            .iter_mut()
+            .find(|g| g[0].record.inbox_tenant() == tenant)
+        {
+            Some(group) => group.push(message),
+            None => groups.push(vec![message]),
+        }
+    }
+    groups
 }

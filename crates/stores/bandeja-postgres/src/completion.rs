@@ -178,7 +178,7 @@ pub(crate) fn fail_stale(t: &str) -> String {
 pub(crate) fn archived_rows(t: &str, box_kind: BoxKind) -> String {
     let inbox = box_kind.is_inbox();
     format!(
-        "SELECT {}, false AS reclaimed FROM {t}_archive ORDER BY seq{}",
+        "SELECT {}, NULL::text AS taken_over_from FROM {t}_archive ORDER BY seq{}",
         crate::queries::column_list("", inbox),
         if inbox { ", subscriber" } else { "" }
     )

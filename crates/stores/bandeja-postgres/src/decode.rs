@@ -26,7 +26,18 @@ fn u32_of(row: &PgRow, column: &str) -> Result<u32, StoreError> {
     u32::try_from(value).map_err(|_| bad(format!("{column} out of range: {value}")))
 }
 
-/// Decodes a row selected with the box's column list (`reclaimed` included).
+/// What a claim needs of a row it could not decode to mark it FAILED: its id, subscriber
+/// and retry count.
+pub(crate) fn row_key(row: &PgRow) -> Result<bandeja_core::store::RowKey, StoreError> {
+    let id: Uuid = row.try_get("id").map_err(bad)?;
+    Ok(bandeja_core::store::RowKey {
+        id: MessageId(id),
+        subscriber: row.try_get("subscriber").map_err(bad)?,
+        retry_count: u32_of(row, "retry_count")?,
+    })
+}
+
+/// Decodes a row selected with the box's column list (`taken_over_from` included).
 pub(crate) fn row_view(row: &PgRow, box_kind: BoxKind) -> Result<RowView, StoreError> {
     let id: Uuid = row.try_get("id").map_err(bad)?;
     let payload: serde_json::Value = row.try_get("payload").map_err(bad)?;
@@ -58,7 +69,8 @@ pub(crate) fn row_view(row: &PgRow, box_kind: BoxKind) -> Result<RowView, StoreE
         retry_count: u32_of(row, "retry_count")?,
         last_error: row.try_get("last_error").map_err(bad)?,
         delivery_count: u32_of(row, "delivery_count")?,
-        reclaimed: row.try_get("reclaimed").map_err(bad)?,
+        takeovers: u32_of(row, "takeover_count")?,
+        taken_over_from: row.try_get("taken_over_from").map_err(bad)?,
     };
     Ok(RowView {
         message,

@@ -11,7 +11,7 @@ use crate::completion;
 pub(crate) const NOW: &str = "statement_timestamp()";
 
 /// The columns every box shares, in the order `decode` reads them.
-pub(crate) const COMMON_COLUMNS: [&str; 22] = [
+pub(crate) const COMMON_COLUMNS: [&str; 23] = [
     "seq",
     "id",
     "tenant_id",
@@ -34,6 +34,7 @@ pub(crate) const COMMON_COLUMNS: [&str; 22] = [
     "occurred_at",
     "created_at",
     "completed_at",
+    "takeover_count",
 ];
 
 /// The message columns written on insert (after `id` and, for inboxes, `subscriber`), with
@@ -74,6 +75,8 @@ pub(crate) struct BoxQueries {
     pub(crate) archived: String,
     /// `$1` id, `$2` worker, `$3` subscriber.
     pub(crate) complete: String,
+    /// `$1` worker, `$2` lease in seconds: every row the worker still holds gets a new lease.
+    pub(crate) renew: String,
     /// Every row by `seq`.
     pub(crate) rows: String,
     /// The smallest live `seq`.
@@ -161,6 +164,10 @@ impl BoxQueries {
                     "AND $3::text IS NULL"
                 }
             ),
+            renew: format!(
+                "UPDATE {t} SET locked_until = {NOW} + $2::float8 * interval '1 second' \
+                 WHERE status = 'PROCESSING' AND locked_by = $1::text"
+            ),
             tenants: format!(
                 "WITH RECURSIVE t AS ( \
                    (SELECT tenant_id FROM {t} WHERE status = 'PENDING' \
@@ -175,7 +182,7 @@ impl BoxQueries {
             relay_tenant: relay(&t, schema, channel, box_kind, true, relay_modes),
             floor: format!("SELECT min(seq) FROM {t} WHERE status IN ('PENDING', 'PROCESSING')"),
             rows: format!(
-                "SELECT {}, false AS reclaimed FROM {t} ORDER BY seq{}",
+                "SELECT {}, NULL::text AS taken_over_from FROM {t} ORDER BY seq{}",
                 column_list("", inbox),
                 if inbox { ", subscriber" } else { "" }
             ),
@@ -439,12 +446,13 @@ fn relay(
 
 /// The claim statement: due rows found through the partial index in `seq` order, locked,
 /// then updated by `ctid` (a TID scan: joining on `id` made the planner hash the whole
-/// table, history included). The old status is read from `due` to flag takeovers. With
+/// table, history included). The old status and holder are read from `due` to flag
+/// takeovers (counted in `takeover_count`, not in `retry_count`). With
 /// `by_tenant`, only PENDING rows of tenant `$6` (the pending-only tenant index).
 fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool) -> String {
     let due = due(
         t,
-        "c.ctid AS row_id, c.seq, c.status",
+        "c.ctid AS row_id, c.seq, c.status, c.locked_by",
         "",
         same_subscriber,
         by_tenant,
@@ -453,7 +461,7 @@ fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool) -> Str
         "WITH due AS ({due}), \
          claimed AS ( \
            UPDATE {t} AS t SET \
-             retry_count = t.retry_count + CASE WHEN t.status = 'PROCESSING' THEN 1 ELSE 0 END, \
+             takeover_count = t.takeover_count + CASE WHEN t.status = 'PROCESSING' THEN 1 ELSE 0 END, \
              last_error = CASE WHEN t.status = 'PROCESSING' \
                THEN 'lease of ' || COALESCE(t.locked_by, '?') || ' expired at ' \
                     || COALESCE(t.locked_until::text, '?') || ' before it finished; taken over' \
@@ -462,7 +470,8 @@ fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool) -> Str
              locked_until = {NOW} + $4::float8 * interval '1 second', last_modified_at = {NOW} \
            WHERE t.ctid = ANY(ARRAY(SELECT row_id FROM due)) \
            RETURNING {returned}) \
-         SELECT t.*, (due.status = 'PROCESSING') AS reclaimed \
+         SELECT t.*, CASE WHEN due.status = 'PROCESSING' THEN COALESCE(due.locked_by, '?') END \
+           AS taken_over_from \
          FROM claimed t JOIN due ON due.seq = t.seq"
     )
 }

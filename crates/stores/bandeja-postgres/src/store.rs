@@ -18,7 +18,7 @@ use sqlx::{Connection, Row, Transaction};
 use uuid::Uuid;
 
 use crate::columns::{bind_outcomes, seconds, InboxBatch, MessageColumns};
-use crate::decode::row_view;
+use crate::decode::{row_key, row_view};
 use crate::{sqlx_error, PgStore, MIGRATOR};
 
 /// Inserts inbox rows with dedup (and notifies the inbox's channel) on `conn`.
@@ -244,12 +244,35 @@ impl Store for PgStore {
             .fetch_all(self.pool())
             .await
             .map_err(|e| sqlx_error("claim rows", e))?;
-        let mut claimed = rows
-            .iter()
-            .map(|row| row_view(row, box_kind).map(|view| view.message))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut claimed = Vec::with_capacity(rows.len());
+        let mut undecodable = Vec::new();
+        for row in &rows {
+            match row_view(row, box_kind) {
+                Ok(view) => claimed.push(view.message),
+                Err(error) => undecodable.push(row_key(row)?.undecodable(&error)),
+            }
+        }
+        if !undecodable.is_empty() {
+            self.resolve(box_kind, request.worker_id, &undecodable)
+                .await?;
+        }
         claimed.sort_by_key(|m| m.seq);
         Ok(claimed)
+    }
+
+    async fn renew(
+        &self,
+        box_kind: BoxKind,
+        worker_id: &str,
+        lease: std::time::Duration,
+    ) -> Result<u64, StoreError> {
+        sqlx::query(&self.queries(box_kind).renew)
+            .bind(worker_id)
+            .bind(seconds(lease))
+            .execute(self.pool())
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(|e| sqlx_error("renew leases", e))
     }
 
     async fn transfer(

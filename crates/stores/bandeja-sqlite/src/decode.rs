@@ -41,6 +41,17 @@ fn u32_of(row: &SqliteRow, column: &str) -> Result<u32, StoreError> {
     u32::try_from(value).map_err(|_| bad(format!("{column} out of range: {value}")))
 }
 
+/// What a claim needs of a row it could not decode to mark it FAILED: its id, subscriber
+/// and retry count.
+pub(crate) fn row_key(row: &SqliteRow) -> Result<bandeja_core::store::RowKey, StoreError> {
+    let id: String = row.try_get("id").map_err(bad)?;
+    Ok(bandeja_core::store::RowKey {
+        id: id.parse::<MessageId>().map_err(bad)?,
+        subscriber: row.try_get("subscriber").map_err(bad)?,
+        retry_count: u32_of(row, "retry_count")?,
+    })
+}
+
 /// Decodes a row selected with the box's column list.
 pub(crate) fn row_view(row: &SqliteRow, box_kind: BoxKind) -> Result<RowView, StoreError> {
     let id: String = row.try_get("id").map_err(bad)?;
@@ -75,7 +86,8 @@ pub(crate) fn row_view(row: &SqliteRow, box_kind: BoxKind) -> Result<RowView, St
         retry_count: u32_of(row, "retry_count")?,
         last_error: row.try_get("last_error").map_err(bad)?,
         delivery_count: u32_of(row, "delivery_count")?,
-        reclaimed: false,
+        takeovers: u32_of(row, "takeover_count")?,
+        taken_over_from: None,
     };
     Ok(RowView {
         message,

@@ -12,7 +12,7 @@ pub(crate) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 pub(crate) const COMMON_COLUMNS: &str = "seq, id, tenant_id, message_type, schema_version, partition_key, \
      aggregate_type, aggregate_id, payload, headers, source_tenant_id, target_tenant_id, target_service, \
      status, retry_count, next_attempt_at, last_error, locked_by, locked_until, occurred_at, created_at, \
-     completed_at";
+     completed_at, takeover_count";
 
 /// The statements of one box.
 pub(crate) struct BoxQueries {
@@ -21,6 +21,8 @@ pub(crate) struct BoxQueries {
     pub(crate) tenants: String,
     pub(crate) floor: String,
     pub(crate) claim: String,
+    /// `?1` worker, `?2` lease modifier: every row the worker still holds gets a new lease.
+    pub(crate) renew: String,
     pub(crate) resolve: String,
     pub(crate) complete: String,
     pub(crate) rows: String,
@@ -68,10 +70,14 @@ impl BoxQueries {
                 "SELECT DISTINCT tenant_id FROM {t} WHERE status = 'PENDING' LIMIT 10000"
             ),
             floor: format!("SELECT min(seq) FROM {t} WHERE status IN ('PENDING', 'PROCESSING')"),
+            renew: format!(
+                "UPDATE {t} SET locked_until = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?2) \
+                 WHERE status = 'PROCESSING' AND locked_by = ?1"
+            ),
             // ?1 = worker, ?2 = lease modifier ('+30.000 seconds'), ?3 = JSON array of seqs
             claim: format!(
                 "UPDATE {t} SET \
-                   retry_count = retry_count + (status = 'PROCESSING'), \
+                   takeover_count = takeover_count + (status = 'PROCESSING'), \
                    last_error = CASE WHEN status = 'PROCESSING' \
                      THEN 'lease of ' || COALESCE(locked_by, '?') || ' expired at ' || COALESCE(locked_until, '?') \
                           || ' before it finished; taken over' ELSE last_error END, \
@@ -172,7 +178,7 @@ fn select_due(t: &str, same_subscriber: &str, by_tenant: bool) -> String {
         ""
     };
     format!(
-        "SELECT c.seq, c.status FROM {t} c \
+        "SELECT c.seq, c.status, c.locked_by FROM {t} c \
          WHERE c.status IN ('PENDING', 'PROCESSING') AND c.seq >= COALESCE(?3, 0) {tenant_filter} \
            AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
              OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \

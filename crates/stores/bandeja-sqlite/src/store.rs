@@ -17,7 +17,7 @@ use bandeja_core::{
 use sqlx::sqlite::{Sqlite, SqliteConnection};
 use sqlx::{Row, Transaction};
 
-use crate::decode::{format_time, row_view};
+use crate::decode::{format_time, row_key, row_view};
 use crate::queries::insert_outbox;
 use crate::{sqlx_error, SqliteStore, MIGRATOR};
 
@@ -155,6 +155,11 @@ async fn resolve_on(
 }
 
 /// A `strftime` modifier `duration` in the past: `-3600.000 seconds`.
+/// SQLite's time modifier of a lease from now (`+20.000 seconds`).
+fn lease_modifier(lease: std::time::Duration) -> String {
+    format!("+{:.3} seconds", lease.as_secs_f64())
+}
+
 fn ago(duration: std::time::Duration) -> String {
     format!("-{:.3} seconds", duration.as_secs_f64())
 }
@@ -245,7 +250,8 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         let mut seqs = Vec::with_capacity(due.len());
-        let mut reclaimed = std::collections::HashSet::new();
+        // The holders of the expired leases taken over, by seq.
+        let mut holders = std::collections::HashMap::new();
         for row in &due {
             let seq: i64 = row
                 .try_get(0)
@@ -254,11 +260,14 @@ impl Store for SqliteStore {
                 .try_get(1)
                 .map_err(|e| sqlx_error("read a due row", e))?;
             if status == "PROCESSING" {
-                reclaimed.insert(seq);
+                let holder: Option<String> = row
+                    .try_get(2)
+                    .map_err(|e| sqlx_error("read a due row", e))?;
+                holders.insert(seq, holder.unwrap_or_else(|| "?".to_owned()));
             }
             seqs.push(seq);
         }
-        let lease = format!("+{:.3} seconds", request.lease.as_secs_f64());
+        let lease = lease_modifier(request.lease);
         let rows = sqlx::query(&queries.claim)
             .bind(request.worker_id)
             .bind(lease)
@@ -270,13 +279,38 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| sqlx_error("commit a claim", e))?;
         let mut claimed = Vec::with_capacity(rows.len());
+        let mut undecodable = Vec::new();
         for row in &rows {
-            let mut message = row_view(row, box_kind)?.message;
-            message.reclaimed = reclaimed.contains(&message.seq);
-            claimed.push(message);
+            match row_view(row, box_kind) {
+                Ok(view) => {
+                    let mut message = view.message;
+                    message.taken_over_from = holders.remove(&message.seq);
+                    claimed.push(message);
+                }
+                Err(error) => undecodable.push(row_key(row)?.undecodable(&error)),
+            }
+        }
+        if !undecodable.is_empty() {
+            self.resolve(box_kind, request.worker_id, &undecodable)
+                .await?;
         }
         claimed.sort_by_key(|m| m.seq);
         Ok(claimed)
+    }
+
+    async fn renew(
+        &self,
+        box_kind: BoxKind,
+        worker_id: &str,
+        lease: std::time::Duration,
+    ) -> Result<u64, StoreError> {
+        sqlx::query(&self.queries(box_kind).renew)
+            .bind(worker_id)
+            .bind(lease_modifier(lease))
+            .execute(self.pool())
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(|e| sqlx_error("renew leases", e))
     }
 
     async fn transfer(

@@ -83,7 +83,7 @@ fn select_columns(box_kind: BoxKind) -> String {
         "NULL::timestamptz AS received_at"
     };
     format!(
-        "{}, {received}, last_modified_at, resubmitted_count, resubmitted_at, false AS reclaimed",
+        "{}, {received}, last_modified_at, resubmitted_count, resubmitted_at, NULL::text AS taken_over_from",
         column_list("", inbox)
     )
 }

@@ -1,0 +1,142 @@
+//! The lease of the rows one cycle holds (`lock-at-most-for`), as the cycle knows it.
+//!
+//! A claim gives its rows a lease; while their work is in flight the cycle renews it every
+//! third of the lease, in one statement for every row it still holds ([`Store::renew`]).
+//! The cycle's clock is conservative: the lease is known to hold until the moment the last
+//! successful renewal (or the claim) was *sent*, plus the lease. From that:
+//!
+//! - work starts only while at least a third of the lease is left ([`Lease::may_start`]):
+//!   with renewals working the lease never drops below two thirds, so less means renewals
+//!   are failing (the database is unreachable) and the row is released instead;
+//! - a handler still running when the lease is about to run out unrenewed
+//!   ([`Lease::running_out`]) is stopped and its row released, before another worker can
+//!   take it over: a handler never runs past its lease;
+//! - a completion is written only while the lease holds ([`Lease::holds`]).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::record::BoxKind;
+use crate::store::Store;
+
+/// The lease of one cycle's rows.
+pub(crate) struct Lease {
+    length: Duration,
+    /// Until when the lease surely holds.
+    until: watch::Sender<Instant>,
+}
+
+impl Lease {
+    /// The lease of rows claimed by a statement sent at `claimed_at`.
+    pub(crate) fn new(length: Duration, claimed_at: Instant) -> Self {
+        Lease {
+            length,
+            until: watch::Sender::new(claimed_at + length),
+        }
+    }
+
+    /// How long the lease surely holds from now.
+    pub(crate) fn remaining(&self) -> Duration {
+        self.until.borrow().saturating_duration_since(Instant::now())
+    }
+
+    /// How early before its end a lease counts as gone: a tenth of it, for the rollback
+    /// and the release to land before another worker may take the row over.
+    fn margin(&self) -> Duration {
+        self.length / 10
+    }
+
+    /// Whether new work may start under this lease: a third of it is left.
+    pub(crate) fn may_start(&self) -> bool {
+        self.remaining() > self.length / 3
+    }
+
+    /// Whether the lease still holds, with the margin.
+    pub(crate) fn holds(&self) -> bool {
+        self.remaining() > self.margin()
+    }
+
+    /// Resolves when the lease is about to run out (within the margin) without having
+    /// been renewed.
+    pub(crate) async fn running_out(&self) {
+        let mut changes = self.until.subscribe();
+        loop {
+            let end = *changes.borrow_and_update() - self.margin();
+            tokio::select! {
+                () = tokio::time::sleep_until(end) => {
+                    if *changes.borrow() - self.margin() <= Instant::now() {
+                        return;
+                    }
+                }
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Renews the lease of every row `token` still holds in `box_kind`, every third of
+    /// the lease, until the future is dropped (when the cycle's work is done). A renewal
+    /// that fails is tried again sooner; the work in flight stops by itself when the lease
+    /// runs out (see [`Lease::running_out`]).
+    pub(crate) async fn keep<S: Store>(&self, store: &S, box_kind: BoxKind, token: &str) -> Infallible {
+        let every = self.length / 3;
+        let mut next = Instant::now() + every;
+        loop {
+            tokio::time::sleep_until(next).await;
+            let sent = Instant::now();
+            match store.renew(box_kind, token, self.length).await {
+                Ok(rows) => {
+                    self.until.send_replace(sent + self.length);
+                    tracing::trace!(box = %box_kind, rows, "leases renewed");
+                    next = sent + every;
+                }
+                Err(error) => {
+                    tracing::warn!(box = %box_kind, %error, remaining_ms = self.remaining().as_millis(), "could not renew the leases of the work in flight; trying again");
+                    next = Instant::now() + self.margin().min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    /// Runs `work` while keeping the lease renewed.
+    pub(crate) async fn renewed_during<S: Store, T>(
+        &self,
+        store: &S,
+        box_kind: BoxKind,
+        token: &str,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        tokio::select! {
+            biased;
+            done = work => done,
+            never = self.keep(store, box_kind, token) => match never {},
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_runs_out_only_when_not_renewed() {
+        let lease = Lease::new(Duration::from_secs(9), Instant::now());
+        assert!(lease.may_start() && lease.holds());
+        tokio::time::advance(Duration::from_secs(5)).await;
+        lease.until.send_replace(Instant::now() + Duration::from_secs(9));
+        let started = Instant::now();
+        lease.running_out().await;
+        assert_eq!(
+            started.elapsed().as_secs_f64().round(),
+            8.0,
+            "the renewed lease, less its margin"
+        );
+        assert!(!lease.may_start());
+    }
+}
