@@ -257,6 +257,34 @@ pub trait Store: Clone + Send + Sync + 'static {
         ))
     }
 
+    /// Whether `tx` is still the open, healthy transaction it was when begun: a handler may
+    /// have ended it (`COMMIT`/`ROLLBACK` on its connection) or left it aborted (a failed
+    /// statement it caught). Checked after each handler on the one-message path, before
+    /// the message's completion is written into it (PostgreSQL would otherwise write the
+    /// completion in a transaction of its own). Default `Ok(true)`: the store cannot tell.
+    async fn transaction_usable(&self, tx: &mut Self::Tx) -> Result<bool, StoreError> {
+        let _ = tx;
+        Ok(true)
+    }
+
+    /// A mark of the open transaction `tx` by which [`Store::committed`] can tell later,
+    /// from another connection, whether it committed (PostgreSQL: its transaction id).
+    /// The batched handler path takes one per chunk, so that when a handler ends the
+    /// chunk's transaction itself (`COMMIT`/`ROLLBACK`), the messages handled before it
+    /// are marked COMPLETED if their work committed, and run again if it did not.
+    /// Default `None`: unknown (they run again).
+    async fn transaction_mark(&self, tx: &mut Self::Tx) -> Result<Option<i64>, StoreError> {
+        let _ = tx;
+        Ok(None)
+    }
+
+    /// Whether the transaction of `mark` (see [`Store::transaction_mark`]) committed:
+    /// `Some(true)` committed, `Some(false)` rolled back, `None` unknown. Default `None`.
+    async fn committed(&self, mark: i64) -> Result<Option<bool>, StoreError> {
+        let _ = mark;
+        Ok(None)
+    }
+
     /// Whether `handler-transaction = "auto"` should run a batch's handlers in one
     /// transaction (with a savepoint each) rather than one transaction per message.
     /// Default `false`; a store whose commits are expensive and whose writers do not

@@ -60,9 +60,12 @@ enum Step {
 }
 
 /// What a chunk leaves to its caller: the outcomes to write back (after its transaction:
-/// a failed handler's retry must not depend on it), and the messages to run again alone,
-/// each in a transaction of its own.
-pub(crate) type ChunkLeft<'m> = (Vec<Outcome>, Vec<&'m StoredMessage>);
+/// a failed handler's retry must not depend on it), the messages to run again alone, each
+/// in a transaction of its own, and whether the chunk's failure is still unattributed (its
+/// commit failed, say): then a message that fails alone is charged for the chunk's
+/// attempt too, having caused both, so a guilty handler runs at most `max-retries + 1`
+/// times in all.
+pub(crate) type ChunkLeft<'m> = (Vec<Outcome>, Vec<&'m StoredMessage>, bool);
 
 /// Notifies the chunk's end when dropped (whichever way its run ends).
 struct Finishing<'a>(&'a Notify);
@@ -148,20 +151,29 @@ impl<'m, S: Store> Chunk<'m, S> {
         let _finishing = Finishing(&self.finished);
         let mut failures = Vec::new();
         if self.units.is_empty() {
-            return (failures, Vec::new());
+            return (failures, Vec::new(), false);
         }
         if !lease.may_start() {
             failures.extend(self.take_rest().into_iter().map(run::release));
-            return (failures, Vec::new());
+            return (failures, Vec::new(), false);
         }
         let mut tx = match shared.store.begin().await {
             Ok(tx) => tx,
             Err(error) => {
                 tracing::warn!(%error, "could not begin a batch transaction; its messages are released");
                 failures.extend(self.take_rest().into_iter().map(run::release));
-                return (failures, Vec::new());
+                return (failures, Vec::new(), false);
             }
         };
+        // Whether the transaction committed can be asked later, if a handler ends it.
+        let mark = shared
+            .store
+            .transaction_mark(&mut tx)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::debug!(%error, "no transaction mark");
+                None
+            });
         let mut done: Vec<&'m StoredMessage> = Vec::new();
         let mut emitted: Vec<MessageRecord> = Vec::new();
         while let Some(unit) = self.take_next() {
@@ -196,10 +208,11 @@ impl<'m, S: Store> Chunk<'m, S> {
                                 failures.push(failed.outcome(shared, box_kind, message));
                             }
                             Step::Broken(guilty, error) => {
+                                let found = guilty.is_some();
                                 if let Some(failed) = guilty {
                                     failures.push(failed.outcome(shared, box_kind, message));
                                 }
-                                broken = Some(error);
+                                broken = Some((error, !found));
                                 break;
                             }
                         }
@@ -212,30 +225,64 @@ impl<'m, S: Store> Chunk<'m, S> {
                 }
                 Step::Broken(Some(failed), error) if unit.messages.len() == 1 => {
                     failures.push(failed.outcome(shared, box_kind, unit.messages[0]));
-                    Some(error)
+                    Some((error, false))
                 }
                 Step::Broken(_, error) => {
                     // A group, or not a handler's doing: each message runs again alone.
                     done.extend(unit.messages.iter().copied());
-                    Some(error)
+                    Some((error, true))
                 }
             };
-            if let Some(error) = broken {
-                tracing::warn!(%error, "the batch transaction broke; the messages completed or not started in it run again alone");
+            if let Some((error, unattributed)) = broken {
                 drop(tx);
-                let mut alone: Vec<&'m StoredMessage> = done
+                let done: Vec<&'m StoredMessage> = done
                     .into_iter()
                     .filter(|m| !failures.iter().any(|f| same_row(f, m)))
                     .collect();
+                let mut alone = self
+                    .after_break(shared, mark, done, &emitted, &mut failures, &error)
+                    .await;
                 alone.extend(self.take_rest());
-                return (failures, alone);
+                return (failures, alone, unattributed);
             }
         }
         if done.is_empty() {
-            return (failures, Vec::new());
+            return (failures, Vec::new(), false);
         }
         self.commit(shared, box_kind, token, lease, tx, done, &emitted, failures)
             .await
+    }
+
+    /// After the chunk's transaction broke: if it committed nonetheless (a handler ran
+    /// `COMMIT` itself), the work of the messages handled before is in, so they are marked
+    /// COMPLETED (into `outcomes`); otherwise, or if that cannot be known, they are
+    /// returned to run again alone.
+    async fn after_break(
+        &self,
+        shared: &Shared<S>,
+        mark: Option<i64>,
+        done: Vec<&'m StoredMessage>,
+        emitted: &[MessageRecord],
+        outcomes: &mut Vec<Outcome>,
+        error: &str,
+    ) -> Vec<&'m StoredMessage> {
+        let committed = match mark {
+            Some(mark) if !done.is_empty() => {
+                shared.store.committed(mark).await.unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "could not learn whether a broken batch transaction committed");
+                    None
+                })
+            }
+            _ => None,
+        };
+        if committed == Some(true) {
+            tracing::warn!(%error, completed = done.len(), "a handler committed the batch transaction itself; the messages handled before it are COMPLETED, those not started run alone");
+            outcomes.extend(done.into_iter().map(crate::attempt::success));
+            run::wake_for(shared, emitted);
+            return Vec::new();
+        }
+        tracing::warn!(%error, "the batch transaction broke; the messages handled or not started in it run again alone");
+        done
     }
 
     /// Marks `done` COMPLETED in one statement and commits, while the lease holds.
@@ -254,7 +301,7 @@ impl<'m, S: Store> Chunk<'m, S> {
         if !lease.holds() {
             tracing::warn!("the lease of a batch ran out unrenewed before its commit: rolled back and released");
             failures.extend(done.into_iter().map(run::release));
-            return (failures, Vec::new());
+            return (failures, Vec::new(), false);
         }
         let completions: Vec<Outcome> = done
             .iter()
@@ -277,11 +324,11 @@ impl<'m, S: Store> Chunk<'m, S> {
                     "leases were lost before the batch committed (another worker took them over): rolled back"
                 );
                 failures.extend(done.into_iter().map(run::release));
-                return (failures, Vec::new());
+                return (failures, Vec::new(), false);
             }
             Err(error) => {
                 tracing::warn!(%error, "could not mark a batch COMPLETED; its messages run again alone");
-                return (failures, done);
+                return (failures, done, true);
             }
         }
         match shared.store.commit(tx).await {
@@ -291,13 +338,13 @@ impl<'m, S: Store> Chunk<'m, S> {
                     shared.conflicts.forget(message);
                 }
                 run::wake_for(shared, emitted);
-                (failures, Vec::new())
+                (failures, Vec::new(), false)
             }
             Err(error) => {
                 // A deferred constraint, a serialization failure: whose, only a commit of
                 // each alone can tell.
                 tracing::warn!(%error, "the batch transaction did not commit; its messages run again alone");
-                (failures, done)
+                (failures, done, true)
             }
         }
     }

@@ -11,13 +11,15 @@ use crate::runtime::Shared;
 use crate::store::{Outcome, Store};
 
 /// Runs one handler. `None` when the row was completed inside the handler's transaction
-/// (or the lease was lost); otherwise the outcome to write back.
+/// (or the lease was lost); otherwise the outcome to write back. A failed attempt spends
+/// `spent` retries more than its own (a batched attempt it also caused).
 pub(crate) async fn handle_one<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
     token: &str,
     message: &StoredMessage,
     lease: &Lease,
+    spent: u32,
 ) -> Option<Outcome> {
     if !lease.may_start() {
         // The lease could not be renewed lately: do not start what may not finish in it.
@@ -32,6 +34,11 @@ pub(crate) async fn handle_one<S: Store>(
             Ok(()) => {
                 shared.conflicts.forget(message);
                 None
+            }
+            Err(failed) if spent > 0 && !failed.release && !failed.transient => {
+                let mut charged = message.clone();
+                charged.retry_count = charged.retry_count.saturating_add(spent);
+                Some(failed.outcome(shared, box_kind, &charged))
             }
             Err(failed) => Some(failed.outcome(shared, box_kind, message)),
         }
@@ -49,16 +56,21 @@ pub(crate) fn broken_by_handler(step: &str, error: &crate::error::StoreError) ->
         // A conflict or a lost connection: not the handler's doing.
         return failed;
     }
-    failed.error = format!(
-        "the handler returned Ok, but its transaction could not {step}: {error}. A statement \
+    failed.error = handler_broke_it(&format!("could not {step}: {error}"));
+    failed
+}
+
+/// What to tell the author of a handler whose transaction `what` after it returned `Ok`.
+fn handler_broke_it(what: &str) -> String {
+    format!(
+        "the handler returned Ok, but its transaction {what}. A statement \
          inside the handler failed and the handler went on (on PostgreSQL that aborts the \
          whole transaction), or the handler committed or rolled back the transaction itself. \
          Run a statement that may fail inside a savepoint of its own (SAVEPOINT / ROLLBACK TO \
          SAVEPOINT), or avoid the error (INSERT … ON CONFLICT DO NOTHING); never commit or \
          roll back the handler's transaction: bandeja commits it with the message's \
          completion"
-    );
-    failed
+    )
 }
 
 async fn in_transaction<S: Store>(
@@ -75,6 +87,15 @@ async fn in_transaction<S: Store>(
         .await
         .map_err(|e| AttemptFailed::from_store(&e))?;
     let emitted = run::run_handler(shared, &mut tx, box_kind, handler, &[message], lease).await?;
+    match shared.store.transaction_usable(&mut tx).await {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(AttemptFailed::retriable(handler_broke_it(
+                "was no longer open and healthy (ended, or aborted by a failed statement)",
+            )))
+        }
+        Err(error) => return Err(AttemptFailed::from_store(&error)),
+    }
     if !lease.holds() {
         // Rolled back: another worker may take the row over now.
         return Err(AttemptFailed::lease_running_out());

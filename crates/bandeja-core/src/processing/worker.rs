@@ -105,7 +105,7 @@ impl<S: Store> Lane<'_, S> {
             handlers_at_once(shared.store.single_writer(), shared.handler_concurrency);
         if !may_batch {
             let all: Vec<&StoredMessage> = claimed.iter().collect();
-            return self.one_by_one(&all, concurrency, true).await;
+            return self.one_by_one(&all, concurrency).await;
         }
         // `handler-transaction = "batch"` batches every subscriber; `auto` only those
         // measured fast. A row that failed before may be a poison message that fails or
@@ -127,7 +127,7 @@ impl<S: Store> Lane<'_, S> {
             });
         let (mut failures, alone) = futures::join!(
             self.chunked(&batched, slowest),
-            self.one_by_one(&alone, concurrency, true)
+            self.one_by_one(&alone, concurrency)
         );
         failures.extend(alone);
         failures
@@ -178,11 +178,12 @@ impl<S: Store> Lane<'_, S> {
                         self.hand_over_after(&batch, patience)
                     )
                 };
-                let (more, alone) = left;
+                let (more, alone, unattributed) = left;
                 failures.extend(more);
                 failures.extend(handed_over);
                 if !alone.is_empty() {
-                    failures.extend(self.one_by_one(&alone, SUSPECT_CONCURRENCY, false).await);
+                    let spent = u32::from(unattributed);
+                    failures.extend(self.alone(&alone, spent).await);
                 }
                 failures
             })
@@ -215,27 +216,40 @@ impl<S: Store> Lane<'_, S> {
             messages = rest.len(),
             "a batched handler is slow: the rest of its chunk runs alone beside it"
         );
-        self.one_by_one(&rest, SUSPECT_CONCURRENCY, false).await
+        self.alone(&rest, 0).await
     }
 
-    /// Handles each of `messages` in its own transaction, `concurrency` at once (each
-    /// holding one permit; `count`: whether their start counts toward the cycle's rows
-    /// started). Returns the outcomes to write back.
-    async fn one_by_one(
-        &self,
-        messages: &[&StoredMessage],
-        concurrency: usize,
-        count: bool,
-    ) -> Vec<Outcome> {
+    /// Runs what a chunk handed over or left, each alone, [`SUSPECT_CONCURRENCY`] at once;
+    /// a failed attempt also spends `spent` retries (the chunk's attempt it caused).
+    async fn alone(&self, messages: &[&StoredMessage], spent: u32) -> Vec<Outcome> {
         let shared = self.shared;
         let runs: Vec<_> = messages
             .iter()
             .map(|&message| async move {
                 let _permit = shared.permits.of(self.box_kind).acquire().await;
-                if count {
-                    self.slot.started(1);
-                }
-                single::handle_one(shared, self.box_kind, self.token, message, self.lease).await
+                single::handle_one(shared, self.box_kind, self.token, message, self.lease, spent)
+                    .await
+            })
+            .collect();
+        let results: Vec<Option<Outcome>> = futures::stream::iter(runs)
+            .buffer_unordered(SUSPECT_CONCURRENCY)
+            .collect()
+            .await;
+        results.into_iter().flatten().collect()
+    }
+
+    /// Handles each of `messages` in its own transaction, `concurrency` at once (each
+    /// holding one permit, its start counted toward the cycle's rows started). Returns the
+    /// outcomes to write back.
+    async fn one_by_one(&self, messages: &[&StoredMessage], concurrency: usize) -> Vec<Outcome> {
+        let shared = self.shared;
+        let runs: Vec<_> = messages
+            .iter()
+            .map(|&message| async move {
+                let _permit = shared.permits.of(self.box_kind).acquire().await;
+                self.slot.started(1);
+                single::handle_one(shared, self.box_kind, self.token, message, self.lease, 0)
+                    .await
             })
             .collect();
         let results: Vec<Option<Outcome>> = futures::stream::iter(runs)

@@ -260,6 +260,44 @@ impl Store for PgStore {
         Ok(claimed)
     }
 
+    async fn transaction_usable(&self, tx: &mut Self::Tx) -> Result<bool, StoreError> {
+        // Outside a transaction block (ended by the handler) or in an aborted one, a
+        // savepoint is refused; in a healthy one it costs nothing until the commit.
+        match sqlx::query("SAVEPOINT bandeja_usable")
+            .execute(&mut **tx)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(sqlx::Error::Database(db))
+                if matches!(db.code().as_deref(), Some("25P01" | "25P02")) =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(sqlx_error("check the handler's transaction", error)),
+        }
+    }
+
+    async fn transaction_mark(&self, tx: &mut Self::Tx) -> Result<Option<i64>, StoreError> {
+        sqlx::query_scalar::<_, i64>("SELECT txid_current()")
+            .fetch_one(&mut **tx)
+            .await
+            .map(Some)
+            .map_err(|e| sqlx_error("read the transaction id", e))
+    }
+
+    async fn committed(&self, mark: i64) -> Result<Option<bool>, StoreError> {
+        let status: Option<String> = sqlx::query_scalar("SELECT txid_status($1)")
+            .bind(mark)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| sqlx_error("read a transaction's status", e))?;
+        Ok(match status.as_deref() {
+            Some("committed") => Some(true),
+            Some("aborted") => Some(false),
+            _ => None,
+        })
+    }
+
     async fn renew(
         &self,
         box_kind: BoxKind,
