@@ -41,9 +41,22 @@ impl Plan {
     }
 }
 
+/// How many rows a cycle claims at most: `batch-size`; for an inbox none of whose
+/// subscribers is measured fast (slow handlers, or none measured yet), no more than its
+/// free handler permits (at least one), so that a process never holds rows it cannot start
+/// while another could (see [`pace`](crate::processing::pace)).
+fn limit<S: Store>(shared: &Shared<S>, box_kind: BoxKind) -> usize {
+    let batch = shared.config.group(box_kind.group()).batch_size;
+    if !box_kind.is_inbox() || shared.pace.any_batched(box_kind) {
+        return batch;
+    }
+    let free = shared.permits.of(box_kind).available_permits();
+    batch.min(free.max(1))
+}
+
 /// The claims of this cycle: one for the whole batch, or a share per active tenant.
 pub(crate) async fn plan<S: Store>(shared: &Shared<S>, box_kind: BoxKind, slot: &Claimed) -> Plan {
-    let batch = shared.config.group(box_kind.group()).batch_size;
+    let batch = limit(shared, box_kind);
     let snapshot = slot.floor.current(&shared.store, box_kind).await;
     let tenants = snapshot.tenants;
     if tenants.len() <= 1 {

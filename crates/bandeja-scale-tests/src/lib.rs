@@ -84,9 +84,11 @@ impl Payload for Fulfil {
 
 /// The DDL of the test's own tables in `schema` (a plain identifier, as `PgStore` requires):
 /// `effects`, one row per applied `(message, subscriber)` with `seq` giving the order of
-/// application, and `violations`, one row per detected second application.
+/// application, `violations`, one row per detected second application, and `runs`, one
+/// row per handler run (written outside the handler's transaction, so a run whose work
+/// rolled back is still seen) with when it entered and left the handler.
 #[must_use]
-pub fn tables_ddl(schema: &str) -> [String; 2] {
+pub fn tables_ddl(schema: &str) -> [String; 3] {
     [
         format!(
             "CREATE TABLE IF NOT EXISTS \"{schema}\".effects ( \
@@ -106,10 +108,19 @@ pub fn tables_ddl(schema: &str) -> [String; 2] {
                worker TEXT NOT NULL, \
                recorded_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())"
         ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS \"{schema}\".runs ( \
+               id BIGSERIAL PRIMARY KEY, \
+               message_id UUID NOT NULL, \
+               subscriber TEXT NOT NULL, \
+               worker TEXT NOT NULL, \
+               entered_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(), \
+               exited_at TIMESTAMPTZ)"
+        ),
     ]
 }
 
-/// Creates the `effects` and `violations` tables in `schema` (see [`tables_ddl`]).
+/// Creates the `effects`, `violations` and `runs` tables in `schema` (see [`tables_ddl`]).
 pub async fn create_tables(pool: &PgPool, schema: &str) -> Result<(), sqlx::Error> {
     for ddl in tables_ddl(schema) {
         sqlx::query(&ddl).execute(pool).await?;
@@ -154,6 +165,21 @@ pub struct EffectWriter {
     fail_rate: f64,
     insert_effect: String,
     insert_violation: String,
+    /// The schema of the test's tables.
+    schema: String,
+    /// With a handler time: how long each run takes, and the statements recording it.
+    slow: Option<SlowRuns>,
+}
+
+/// A simulated handler time, each run recorded in `runs` through a pool of its own
+/// (outside the handler's transaction, and never competing with the store's pool, whose
+/// connections the running handlers hold).
+#[derive(Clone)]
+struct SlowRuns {
+    pool: PgPool,
+    takes: std::time::Duration,
+    enter: String,
+    exit: String,
 }
 
 impl EffectWriter {
@@ -173,7 +199,50 @@ impl EffectWriter {
                 "INSERT INTO \"{schema}\".violations (message_id, subscriber, worker) \
                  VALUES ($1, $2, $3)"
             ),
+            schema: schema.to_owned(),
+            slow: None,
         }
+    }
+
+    /// Each run takes `takes` (awaited inside the handler's transaction, like a call to
+    /// another service), and is recorded in `runs` through `recorder` (a pool apart from
+    /// the store's) when it enters and when it leaves.
+    #[must_use]
+    pub fn taking(mut self, takes: std::time::Duration, recorder: PgPool) -> Self {
+        let schema = &self.schema;
+        self.slow = Some(SlowRuns {
+            pool: recorder,
+            takes,
+            enter: format!(
+                "INSERT INTO \"{schema}\".runs (message_id, subscriber, worker) \
+                 VALUES ($1, $2, $3) RETURNING id"
+            ),
+            exit: format!(
+                "UPDATE \"{schema}\".runs SET exited_at = clock_timestamp() WHERE id = $1"
+            ),
+        });
+        self
+    }
+
+    /// Records the entry of a run; returns its row id.
+    async fn enter(&self, slow: &SlowRuns, id: uuid::Uuid, subscriber: &str) -> Result<i64, HandlerError> {
+        sqlx::query_scalar(&slow.enter)
+            .bind(id)
+            .bind(subscriber)
+            .bind(&self.worker)
+            .fetch_one(&slow.pool)
+            .await
+            .map_err(|e| HandlerError::retriable(format!("could not record a run: {e}")))
+    }
+
+    /// Records the exit of run `run`.
+    async fn exit(&self, slow: &SlowRuns, run: i64) -> Result<(), HandlerError> {
+        sqlx::query(&slow.exit)
+            .bind(run)
+            .execute(&slow.pool)
+            .await
+            .map(|_| ())
+            .map_err(|e| HandlerError::retriable(format!("could not record a run's end: {e}")))
     }
 }
 
@@ -191,6 +260,11 @@ impl EffectWriter {
             return Err(HandlerError::retriable("injected failure (--fail-rate)"));
         }
         let subscriber = ctx.subscriber().to_owned();
+        if let Some(slow) = &self.slow {
+            let run = self.enter(slow, id, &subscriber).await?;
+            tokio::time::sleep(slow.takes).await;
+            self.exit(slow, run).await?;
+        }
         let n = i64::try_from(n).map_err(HandlerError::permanent)?;
         let seq: Option<i64> = sqlx::query_scalar(&self.insert_effect)
             .bind(id)

@@ -91,6 +91,20 @@ impl Pace {
     }
 }
 
+impl Pace {
+    /// Whether any subscriber of `box_kind`'s inbox is measured fast (fast enough to run
+    /// batched). When none is, an inbox claims no more rows than it has free handler
+    /// permits: a row claimed only to wait for a permit is a row another process could be
+    /// handling.
+    pub(crate) fn any_batched(&self, box_kind: BoxKind) -> bool {
+        self.inboxes.lock().is_ok_and(|inboxes| {
+            inboxes[inbox_index(box_kind)].values().any(|measured| {
+                measured.calls >= WARM_UP && measured.average <= BATCH_AT_MOST.as_secs_f64()
+            })
+        })
+    }
+}
+
 /// How many messages one batched chunk takes when the slowest handler in it averages
 /// `slowest` per message: its measured time stays within [`CHUNK_BUDGET`].
 pub(crate) fn chunk_limit(slowest: Duration) -> usize {

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! scale-worker --database-url postgres://postgres@127.0.0.1/test --schema s1 \
-//!     [--fail-rate 0.1] [--lease 5] [--worker-id w1] \
+//!     [--fail-rate 0.1] [--lease 5] [--worker-id w1] [--handler-ms 500] [--default-config] \
 //!     [--nats nats://127.0.0.1:4222 --nats-prefix chaos1]
 //! ```
 //!
@@ -57,6 +57,15 @@ struct Args {
     /// NATS partitions per address (with `--nats`).
     #[arg(long, default_value_t = 4)]
     nats_partitions: u16,
+    /// Each handler run takes this long (awaited inside its transaction, like a call to
+    /// another service) and is recorded in the `runs` table, outside the transaction.
+    #[arg(long, default_value_t = 0)]
+    handler_ms: u64,
+    /// Run with bandeja's default configuration (lease, batch size, retries, concurrency)
+    /// instead of the scale tests' (only the initial polling delay is zero); `--lease`
+    /// is then ignored.
+    #[arg(long)]
+    default_config: bool,
 }
 
 /// The service name of every `scale-worker` on a broker.
@@ -105,10 +114,26 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         .worker_id
         .unwrap_or_else(|| format!("scale-{}-{:04x}", std::process::id(), rand::random::<u16>()));
     let store = PgStore::connect_with_schema(&args.database_url, &args.schema).await?;
-    let writer = EffectWriter::new(&store, worker_id.clone(), args.fail_rate);
+    let mut writer = EffectWriter::new(&store, worker_id.clone(), args.fail_rate);
+    if args.handler_ms > 0 {
+        let recorder = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(4)
+            .connect(&args.database_url)
+            .await?;
+        writer = writer.taking(Duration::from_millis(args.handler_ms), recorder);
+    }
+    let config = if args.default_config {
+        let mut config = bandeja::Config::default();
+        for group in bandeja::Group::ALL {
+            config.group_mut(group).polling_initial_delay = Duration::ZERO;
+        }
+        config
+    } else {
+        worker_config(args.lease)
+    };
     let [first, second] = SUBSCRIBERS;
     let mut builder = Bandeja::builder(store)
-        .config(worker_config(args.lease))
+        .config(config)
         .worker_id(worker_id.clone())
         .on_event::<Tick, _>(first, writer.clone())
         .on_event::<Tick, _>(second, writer.clone())

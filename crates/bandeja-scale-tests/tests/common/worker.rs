@@ -35,6 +35,18 @@ pub(crate) struct Worker {
 impl Worker {
     /// Starts `scale-worker` on `schema` and waits until it prints `ready`.
     pub(crate) async fn start(schema: &str, id: &str, fail_rate: f64, lease_secs: u32) -> Worker {
+        let (fail_rate, lease) = (fail_rate.to_string(), lease_secs.to_string());
+        Worker::start_with(
+            schema,
+            id,
+            &["--fail-rate", &fail_rate, "--lease", &lease],
+        )
+        .await
+    }
+
+    /// Starts `scale-worker` on `schema` with these further flags and waits until it
+    /// prints `ready`.
+    pub(crate) async fn start_with(schema: &str, id: &str, flags: &[&str]) -> Worker {
         let application_name = format!("{id}.{schema}");
         let url = database_url();
         let separator = if url.contains('?') { '&' } else { '?' };
@@ -42,8 +54,7 @@ impl Worker {
         let mut child = Command::new(worker_binary())
             .args(["--database-url", &url, "--schema", schema])
             .args(["--worker-id", id])
-            .args(["--fail-rate", &fail_rate.to_string()])
-            .args(["--lease", &lease_secs.to_string()])
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
