@@ -40,7 +40,9 @@ impl Lease {
 
     /// How long the lease surely holds from now.
     pub(crate) fn remaining(&self) -> Duration {
-        self.until.borrow().saturating_duration_since(Instant::now())
+        self.until
+            .borrow()
+            .saturating_duration_since(Instant::now())
     }
 
     /// How early before its end a lease counts as gone: a tenth of it, for the rollback
@@ -84,7 +86,12 @@ impl Lease {
     /// the lease, until the future is dropped (when the cycle's work is done). A renewal
     /// that fails is tried again sooner; the work in flight stops by itself when the lease
     /// runs out (see [`Lease::running_out`]).
-    pub(crate) async fn keep<S: Store>(&self, store: &S, box_kind: BoxKind, token: &str) -> Infallible {
+    pub(crate) async fn keep<S: Store>(
+        &self,
+        store: &S,
+        box_kind: BoxKind,
+        token: &str,
+    ) -> Infallible {
         let every = self.length / 3;
         let mut next = Instant::now() + every;
         loop {
@@ -129,7 +136,9 @@ mod tests {
         let lease = Lease::new(Duration::from_secs(9), Instant::now());
         assert!(lease.may_start() && lease.holds());
         tokio::time::advance(Duration::from_secs(5)).await;
-        lease.until.send_replace(Instant::now() + Duration::from_secs(9));
+        lease
+            .until
+            .send_replace(Instant::now() + Duration::from_secs(9));
         let started = Instant::now();
         lease.running_out().await;
         assert_eq!(

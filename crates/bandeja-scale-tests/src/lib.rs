@@ -225,7 +225,12 @@ impl EffectWriter {
     }
 
     /// Records the entry of a run; returns its row id.
-    async fn enter(&self, slow: &SlowRuns, id: uuid::Uuid, subscriber: &str) -> Result<i64, HandlerError> {
+    async fn enter(
+        &self,
+        slow: &SlowRuns,
+        id: uuid::Uuid,
+        subscriber: &str,
+    ) -> Result<i64, HandlerError> {
         sqlx::query_scalar(&slow.enter)
             .bind(id)
             .bind(subscriber)

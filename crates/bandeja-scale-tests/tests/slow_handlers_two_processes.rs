@@ -25,9 +25,9 @@ const CONCURRENCY: f64 = 16.0;
 const PROCESSES: f64 = 2.0;
 
 async fn runs_per_worker(fresh: &Fresh) -> Vec<(String, i64)> {
-    sqlx::query_as(&fresh.sql(
-        "SELECT worker, count(*) FROM {s}.runs GROUP BY worker ORDER BY worker",
-    ))
+    sqlx::query_as(
+        &fresh.sql("SELECT worker, count(*) FROM {s}.runs GROUP BY worker ORDER BY worker"),
+    )
     .fetch_all(fresh.pool())
     .await
     .expect("runs per worker")
@@ -88,9 +88,7 @@ async fn slow_handlers_in_two_processes_run_once_each_at_full_concurrency() {
     );
     let retried = fresh.count("inbox_events WHERE retry_count > 0").await;
     let taken_over = fresh.count("inbox_events WHERE takeover_count > 0").await;
-    let failed = fresh
-        .count("inbox_events WHERE status = 'FAILED'")
-        .await;
+    let failed = fresh.count("inbox_events WHERE status = 'FAILED'").await;
     assert_eq!(
         (retried, taken_over, failed),
         (0, 0, 0),
@@ -101,9 +99,7 @@ async fn slow_handlers_in_two_processes_run_once_each_at_full_concurrency() {
     assert_eq!(fresh.count("violations").await, 0);
 
     let span: f64 = fresh
-        .scalar(
-            "SELECT extract(epoch FROM max(exited_at) - min(entered_at))::float8 FROM {s}.runs",
-        )
+        .scalar("SELECT extract(epoch FROM max(exited_at) - min(entered_at))::float8 FROM {s}.runs")
         .await;
     let ideal = PROCESSES * CONCURRENCY / HANDLER.as_secs_f64();
     #[allow(clippy::cast_precision_loss)] // a few hundred runs

@@ -43,6 +43,7 @@ macro_rules! store_conformance_tests {
             failure_is_terminal_with_the_error,
             inbox_dedup_counts_deliveries,
             expired_lease_is_reclaimed_by_another_worker,
+            renewal_extends_the_lease_of_the_rows_still_held_only,
             per_key_order_holds_back_later_messages_of_the_key_only,
             complete_inside_the_handler_transaction,
             transfer_moves_outbox_rows_into_the_inbox_per_subscriber,
@@ -369,7 +370,10 @@ pub async fn expired_lease_is_reclaimed_by_another_worker<S: Inspect>(store: S) 
     .expect("the expired lease is taken over");
     assert_eq!(taken[0].taken_over_from.as_deref(), Some("dead"));
     assert_eq!(taken[0].takeovers, 1);
-    assert_eq!(taken[0].retry_count, 0, "a takeover is not a failed attempt");
+    assert_eq!(
+        taken[0].retry_count, 0,
+        "a takeover is not a failed attempt"
+    );
     store
         .resolve(
             BoxKind::OutboxEvents,
@@ -383,6 +387,92 @@ pub async fn expired_lease_is_reclaimed_by_another_worker<S: Inspect>(store: S) 
         (row.message.status, row.locked_by.as_deref()),
         (MessageStatus::Processing, Some("alive"))
     );
+}
+
+/// Renewal gives a new lease to every row the worker still holds, in one call, and to
+/// nothing else: not to a row it completed, not to another worker's rows.
+pub async fn renewal_extends_the_lease_of_the_rows_still_held_only<S: Inspect>(store: S) {
+    emit(&store, &[ping(1, "a"), ping(2, "b"), ping(3, "c")]).await;
+    let short = ClaimRequest {
+        lease: Duration::from_secs(2),
+        ..request("holder", 2)
+    };
+    let claimed = store
+        .claim(BoxKind::OutboxEvents, &short)
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 2);
+    let other = store
+        .claim(BoxKind::OutboxEvents, &request("other", 10))
+        .await
+        .expect("claim");
+    assert_eq!(other.len(), 1);
+    store
+        .resolve(
+            BoxKind::OutboxEvents,
+            "holder",
+            &[outcome(&claimed[0], Resolution::Completed)],
+        )
+        .await
+        .expect("resolve");
+    let before = rows(&store, BoxKind::OutboxEvents).await;
+    let renewed = store
+        .renew(BoxKind::OutboxEvents, "holder", Duration::from_secs(60))
+        .await
+        .expect("renew");
+    assert_eq!(renewed, 1, "only the row the holder still holds");
+    let after = rows(&store, BoxKind::OutboxEvents).await;
+    let until = |rows: &[RowView], id| {
+        rows.iter()
+            .find(|r| r.message.record.id == id)
+            .and_then(|r| r.locked_until)
+    };
+    let held = claimed[1].record.id;
+    let extended = until(&after, held)
+        .zip(until(&before, held))
+        .map(|(after, before)| (after - before).num_seconds());
+    assert!(
+        extended.is_some_and(|s| s >= 50),
+        "the held row's lease moved forward by about 58 s: {extended:?}"
+    );
+    let others = other[0].record.id;
+    assert_eq!(
+        until(&after, others),
+        until(&before, others),
+        "another worker's row"
+    );
+    assert_eq!(until(&after, claimed[0].record.id), None, "a completed row");
+}
+
+/// A claimed row that cannot be decoded (here: `corrupt` broke its stored headers, as a
+/// hand-written row or an incompatible version would) is not returned and does not fail
+/// the claim; the rows beside it are claimed as usual, and it is not claimed again.
+/// Returns its id: each store's tests call this with their own way of breaking a row,
+/// then check with their own SQL that it is FAILED with the decode error (inspection
+/// cannot read it either).
+pub async fn an_undecodable_claimed_row_blocks_nothing<S, F, Fut>(store: S, corrupt: F) -> MessageId
+where
+    S: Inspect,
+    F: FnOnce(S, MessageId) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (bad, good) = (ping(1, "a"), ping(2, "b"));
+    emit(&store, &[bad.clone(), good.clone()]).await;
+    corrupt(store.clone(), bad.id).await;
+    let claimed = store
+        .claim(BoxKind::OutboxEvents, &request("w", 10))
+        .await
+        .expect("a bad row does not fail the claim");
+    assert_eq!(
+        claimed.iter().map(|m| m.record.id).collect::<Vec<_>>(),
+        vec![good.id]
+    );
+    let again = store
+        .claim(BoxKind::OutboxEvents, &request("w2", 10))
+        .await
+        .expect("claim");
+    assert!(again.is_empty(), "the bad row is not claimed again");
+    bad.id
 }
 
 /// With ordering on, only the oldest live message of a key is claimable; other keys are not held back.

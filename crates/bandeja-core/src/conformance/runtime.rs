@@ -856,7 +856,11 @@ pub async fn a_fast_subscriber_turned_slow_is_never_stopped_and_holds_up_nobody<
         others_took < Duration::from_millis(2500),
         "the messages beside the slow one took {others_took:?}: bound one patience (1 s) and a margin"
     );
-    assert_eq!(recorder.tries_of(20), vec![0], "the slow one ran once, to the end");
+    assert_eq!(
+        recorder.tries_of(20),
+        vec![0],
+        "the slow one ran once, to the end"
+    );
     assert_eq!(recorder.handled(), (0..40).collect::<Vec<_>>());
     assert!(rows.iter().all(|r| r.message.retry_count == 0));
 }

@@ -249,14 +249,26 @@ impl<'m, S: Store> Chunk<'m, S> {
         if done.is_empty() {
             return (failures, Vec::new(), false);
         }
-        self.commit(shared, box_kind, token, lease, tx, done, &emitted, failures)
-            .await
+        self.commit(
+            shared,
+            box_kind,
+            token,
+            lease,
+            (tx, mark),
+            done,
+            &emitted,
+            failures,
+        )
+        .await
     }
 
-    /// After the chunk's transaction broke: if it committed nonetheless (a handler ran
-    /// `COMMIT` itself), the work of the messages handled before is in, so they are marked
-    /// COMPLETED (into `outcomes`); otherwise, or if that cannot be known, they are
-    /// returned to run again alone.
+    /// After the chunk's transaction broke or failed to commit: what became of the work
+    /// of `done`, the messages handled in it. If it committed nonetheless (a handler ran
+    /// `COMMIT` itself, or a commit whose answer was lost), they are marked COMPLETED
+    /// (into `outcomes`); if it certainly did not, they are returned to run again alone;
+    /// if that cannot be known now (the database is unreachable), they go back to PENDING
+    /// after a short backoff through the guarded outcome write, which changes nothing if
+    /// they did commit. Never run twice on a guess.
     async fn after_break(
         &self,
         shared: &Shared<S>,
@@ -266,23 +278,42 @@ impl<'m, S: Store> Chunk<'m, S> {
         outcomes: &mut Vec<Outcome>,
         error: &str,
     ) -> Vec<&'m StoredMessage> {
-        let committed = match mark {
-            Some(mark) if !done.is_empty() => {
-                shared.store.committed(mark).await.unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "could not learn whether a broken batch transaction committed");
-                    None
-                })
-            }
-            _ => None,
-        };
-        if committed == Some(true) {
-            tracing::warn!(%error, completed = done.len(), "a handler committed the batch transaction itself; the messages handled before it are COMPLETED, those not started run alone");
-            outcomes.extend(done.into_iter().map(crate::attempt::success));
-            run::wake_for(shared, emitted);
+        if done.is_empty() {
             return Vec::new();
         }
-        tracing::warn!(%error, "the batch transaction broke; the messages handled or not started in it run again alone");
-        done
+        // A store without marks (SQLite) answers a failed commit with certainty: it did
+        // not commit.
+        let committed = match mark {
+            None => Some(false),
+            Some(mark) => shared.store.committed(mark).await.unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "could not learn whether a broken batch transaction committed");
+                None
+            }),
+        };
+        match committed {
+            Some(true) => {
+                tracing::warn!(%error, completed = done.len(), "the batch transaction broke after it committed (a handler committed it itself, or the commit's answer was lost): its messages are COMPLETED");
+                outcomes.extend(done.into_iter().map(crate::attempt::success));
+                run::wake_for(shared, emitted);
+                Vec::new()
+            }
+            Some(false) => {
+                tracing::warn!(%error, "the batch transaction broke; the messages handled in it run again alone");
+                done
+            }
+            None => {
+                tracing::warn!(%error, "the batch transaction broke and whether it committed is unknown; its messages go back to PENDING unless they committed");
+                let config = shared.config.group(done[0].box_kind.group());
+                outcomes.extend(done.into_iter().map(|m| {
+                    crate::attempt::transient(
+                        m,
+                        config,
+                        format!("batch transaction failed: {error}"),
+                    )
+                }));
+                Vec::new()
+            }
+        }
     }
 
     /// Marks `done` COMPLETED in one statement and commits, while the lease holds.
@@ -293,7 +324,7 @@ impl<'m, S: Store> Chunk<'m, S> {
         box_kind: BoxKind,
         token: &str,
         lease: &Lease,
-        mut tx: S::Tx,
+        (mut tx, mark): (S::Tx, Option<i64>),
         done: Vec<&'m StoredMessage>,
         emitted: &[MessageRecord],
         mut failures: Vec<Outcome>,
@@ -327,8 +358,20 @@ impl<'m, S: Store> Chunk<'m, S> {
                 return (failures, Vec::new(), false);
             }
             Err(error) => {
+                // Nothing was committed: the transaction is dropped (rolled back).
                 tracing::warn!(%error, "could not mark a batch COMPLETED; its messages run again alone");
-                return (failures, done, true);
+                drop(tx);
+                let alone = self
+                    .after_break(
+                        shared,
+                        mark,
+                        done,
+                        emitted,
+                        &mut failures,
+                        &error.to_string(),
+                    )
+                    .await;
+                return (failures, alone, true);
             }
         }
         match shared.store.commit(tx).await {
@@ -342,9 +385,18 @@ impl<'m, S: Store> Chunk<'m, S> {
             }
             Err(error) => {
                 // A deferred constraint, a serialization failure: whose, only a commit of
-                // each alone can tell.
-                tracing::warn!(%error, "the batch transaction did not commit; its messages run again alone");
-                (failures, done, true)
+                // each alone can tell. A lost connection: maybe it did commit.
+                let alone = self
+                    .after_break(
+                        shared,
+                        mark,
+                        done,
+                        emitted,
+                        &mut failures,
+                        &error.to_string(),
+                    )
+                    .await;
+                (failures, alone, true)
             }
         }
     }

@@ -4,10 +4,10 @@
 mod batch;
 pub(crate) mod conflicts;
 pub mod handler;
+pub(crate) mod pace;
 pub(crate) mod registry;
 mod run;
 mod single;
-pub(crate) mod pace;
 pub(crate) mod stragglers;
 pub(crate) mod timeouts;
 pub(crate) mod worker;

@@ -58,7 +58,8 @@ impl Pace {
         let Some(subscriber) = subscriber else {
             return;
         };
-        let per_message = took.as_secs_f64() / f64::from(u32::try_from(messages.max(1)).unwrap_or(u32::MAX));
+        let per_message =
+            took.as_secs_f64() / f64::from(u32::try_from(messages.max(1)).unwrap_or(u32::MAX));
         let Ok(mut inboxes) = self.inboxes.lock() else {
             return;
         };

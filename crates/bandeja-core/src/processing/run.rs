@@ -8,9 +8,9 @@ use std::time::Duration;
 use futures::FutureExt;
 
 use crate::attempt;
-use crate::lease::Lease;
 use crate::config::{format_duration, Group, WorkerConfig};
 use crate::error::{FailureKind, StoreError};
+use crate::lease::Lease;
 use crate::processing::handler::{ErasedHandler, HandlerContext};
 use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
 use crate::runtime::Shared;

@@ -227,8 +227,15 @@ impl<S: Store> Lane<'_, S> {
             .iter()
             .map(|&message| async move {
                 let _permit = shared.permits.of(self.box_kind).acquire().await;
-                single::handle_one(shared, self.box_kind, self.token, message, self.lease, spent)
-                    .await
+                single::handle_one(
+                    shared,
+                    self.box_kind,
+                    self.token,
+                    message,
+                    self.lease,
+                    spent,
+                )
+                .await
             })
             .collect();
         let results: Vec<Option<Outcome>> = futures::stream::iter(runs)
@@ -248,8 +255,7 @@ impl<S: Store> Lane<'_, S> {
             .map(|&message| async move {
                 let _permit = shared.permits.of(self.box_kind).acquire().await;
                 self.slot.started(1);
-                single::handle_one(shared, self.box_kind, self.token, message, self.lease, 0)
-                    .await
+                single::handle_one(shared, self.box_kind, self.token, message, self.lease, 0).await
             })
             .collect();
         let results: Vec<Option<Outcome>> = futures::stream::iter(runs)

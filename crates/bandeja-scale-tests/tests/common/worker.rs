@@ -36,12 +36,7 @@ impl Worker {
     /// Starts `scale-worker` on `schema` and waits until it prints `ready`.
     pub(crate) async fn start(schema: &str, id: &str, fail_rate: f64, lease_secs: u32) -> Worker {
         let (fail_rate, lease) = (fail_rate.to_string(), lease_secs.to_string());
-        Worker::start_with(
-            schema,
-            id,
-            &["--fail-rate", &fail_rate, "--lease", &lease],
-        )
-        .await
+        Worker::start_with(schema, id, &["--fail-rate", &fail_rate, "--lease", &lease]).await
     }
 
     /// Starts `scale-worker` on `schema` with these further flags and waits until it

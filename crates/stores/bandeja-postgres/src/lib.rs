@@ -40,7 +40,9 @@ pub const DEFAULT_SCHEMA: &str = "bandeja";
 pub struct PgStoreOptions {
     /// The schema holding the four boxes. Default [`DEFAULT_SCHEMA`].
     pub schema: String,
-    /// Connections the pool may open. Default 16.
+    /// Connections the pool may open. Default 16. Lease renewals use two connections of
+    /// their own besides (opened when first needed), so that handlers holding every
+    /// connection of this pool never keep their leases from being renewed.
     pub max_connections: u32,
     /// How long an operation waits for a connection before it fails with a transient
     /// [`StoreError`]: while the database is down, the longest an `emit` takes to say so
@@ -88,6 +90,9 @@ impl PgStoreOptions {
     }
 }
 
+/// Connections of the lease-renewal pool (beside the main pool).
+const LEASE_CONNECTIONS: u32 = 2;
+
 /// Longest identifier PostgreSQL keeps (`NAMEDATALEN - 1`).
 const MAX_IDENTIFIER: usize = 63;
 
@@ -109,6 +114,10 @@ struct Inner {
     channel: String,
     wakers: Wakers,
     relay: Mutex<Option<RelayHandle>>,
+    /// Two connections of their own for lease renewals, opened when first needed: the
+    /// handlers of a busy process may hold every connection of the main pool for as long
+    /// as they run, and a renewal that waits for one of them lets leases run out.
+    leases: PgPool,
 }
 
 impl fmt::Debug for PgStore {
@@ -232,6 +241,11 @@ impl PgStore {
         let schema = schema.unwrap_or(DEFAULT_SCHEMA);
         validate_schema(schema)?;
         let channel = channel_of(schema);
+        let leases = PgPoolOptions::new()
+            .max_connections(LEASE_CONNECTIONS)
+            .min_connections(0)
+            .acquire_timeout(pool.options().get_acquire_timeout())
+            .connect_lazy_with((*pool.connect_options()).clone());
         Ok(PgStore {
             pool,
             queries: Arc::new(
@@ -243,6 +257,7 @@ impl PgStore {
                 channel,
                 wakers: Wakers::new(),
                 relay: Mutex::new(None),
+                leases,
             }),
         })
     }
@@ -250,6 +265,11 @@ impl PgStore {
     /// The pool: use it for your own tables, so your transactions and bandeja's share a database.
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// The pool lease renewals go through (see [`Store::renew`](bandeja_core::Store::renew)).
+    pub(crate) fn lease_pool(&self) -> &PgPool {
+        &self.inner.leases
     }
 
     /// The schema holding the four boxes.

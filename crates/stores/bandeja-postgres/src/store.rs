@@ -307,7 +307,7 @@ impl Store for PgStore {
         sqlx::query(&self.queries(box_kind).renew)
             .bind(worker_id)
             .bind(seconds(lease))
-            .execute(self.pool())
+            .execute(self.lease_pool())
             .await
             .map(|done| done.rows_affected())
             .map_err(|e| sqlx_error("renew leases", e))

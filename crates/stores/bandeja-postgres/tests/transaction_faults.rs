@@ -97,11 +97,10 @@ impl EventHandler<PgStore, Ping> for Faulty {
         match self.fault {
             Fault::SwallowsAUniqueViolation => {
                 // "Already done": the row exists, the violation is caught and ignored.
-                let again = sqlx::query(&format!(
-                    "INSERT INTO \"{schema}\".effects (n) VALUES (-1)"
-                ))
-                .execute(ctx.conn())
-                .await;
+                let again =
+                    sqlx::query(&format!("INSERT INTO \"{schema}\".effects (n) VALUES (-1)"))
+                        .execute(ctx.conn())
+                        .await;
                 assert!(again.is_err(), "-1 exists: the insert violates the key");
             }
             Fault::CommitsItself => {
@@ -117,12 +116,10 @@ impl EventHandler<PgStore, Ping> for Faulty {
                     .map_err(boxed)?;
             }
             Fault::BreaksADeferredConstraint => {
-                sqlx::query(&format!(
-                    "INSERT INTO \"{schema}\".deferred (n) VALUES (7)"
-                ))
-                .execute(ctx.conn())
-                .await
-                .map_err(boxed)?;
+                sqlx::query(&format!("INSERT INTO \"{schema}\".deferred (n) VALUES (7)"))
+                    .execute(ctx.conn())
+                    .await
+                    .map_err(boxed)?;
             }
         }
         Ok(())
@@ -134,9 +131,7 @@ async fn prepare(store: &PgStore) {
     for statement in [
         format!("CREATE TABLE \"{schema}\".effects (n int8 PRIMARY KEY)"),
         format!("INSERT INTO \"{schema}\".effects (n) VALUES (-1)"),
-        format!(
-            "CREATE TABLE \"{schema}\".deferred (n int8 UNIQUE DEFERRABLE INITIALLY DEFERRED)"
-        ),
+        format!("CREATE TABLE \"{schema}\".deferred (n int8 UNIQUE DEFERRABLE INITIALLY DEFERRED)"),
         format!("INSERT INTO \"{schema}\".deferred (n) VALUES (7)"),
     ] {
         sqlx::query(&statement)
@@ -224,7 +219,10 @@ async fn charged_to_the_guilty_handler_alone(fault: Fault, says: &[&str]) {
         .find(|r| r.message.status == MessageStatus::Failed)
         .expect("the FAILED row");
     let error = guilty.message.last_error.clone().unwrap_or_default();
-    assert_eq!(guilty.message.retry_count, max_retries, "{fault:?}: {error}");
+    assert_eq!(
+        guilty.message.retry_count, max_retries,
+        "{fault:?}: {error}"
+    );
     for word in says {
         assert!(
             error.contains(word),
@@ -255,8 +253,7 @@ async fn a_handler_that_swallows_a_sql_error_is_charged_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_that_commits_the_transaction_itself_is_charged_alone() {
-    charged_to_the_guilty_handler_alone(Fault::CommitsItself, &["never commit or roll back"])
-        .await;
+    charged_to_the_guilty_handler_alone(Fault::CommitsItself, &["never commit or roll back"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -324,8 +321,7 @@ async fn a_batch_never_mixes_tenants_so_a_local_setting_never_leaks() {
     let records: Vec<MessageRecord> = (0..40u64)
         .map(|n| {
             let tenant = if n % 2 == 0 { &a } else { &b };
-            let event =
-                Event::new("Ping", format!("k{n}"), Ping { n }).with_tenant(tenant.clone());
+            let event = Event::new("Ping", format!("k{n}"), Ping { n }).with_tenant(tenant.clone());
             MessageRecord::from_event(&event).expect("record")
         })
         .collect();

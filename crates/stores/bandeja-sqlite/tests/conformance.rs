@@ -23,6 +23,37 @@ async fn fresh_store() -> (SqliteStore, TempDir) {
 
 bandeja_core::store_conformance_tests!(fresh_store);
 
+/// A claimed row whose stored headers are not a headers object is FAILED with the decode
+/// error, and blocks nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_claimed_row_is_failed_with_the_decode_error() {
+    let (store, _dir) = fresh_store().await;
+    let bad = bandeja_core::conformance::an_undecodable_claimed_row_blocks_nothing(
+        store.clone(),
+        |store, id| async move {
+            sqlx::query("UPDATE outbox_events SET headers = '[]' WHERE id = ?1")
+                .bind(id.to_string())
+                .execute(store.pool())
+                .await
+                .expect("corrupt the row");
+        },
+    )
+    .await;
+    let (status, error): (String, Option<String>) =
+        sqlx::query_as("SELECT status, last_error FROM outbox_events WHERE id = ?1")
+            .bind(bad.to_string())
+            .fetch_one(store.pool())
+            .await
+            .expect("the bad row");
+    assert_eq!(status, "FAILED");
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains("cannot be read")),
+        "{error:?}"
+    );
+}
+
 mod runtime {
     use super::fresh_store;
     bandeja_core::runtime_conformance_tests!(fresh_store);
