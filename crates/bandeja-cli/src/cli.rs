@@ -70,8 +70,8 @@ pub(crate) enum Command {
     /// List or inspect messages.
     #[command(subcommand)]
     Messages(MessagesCommand),
-    /// Send FAILED rows back to PENDING (due now, retry count 0): one message, or every
-    /// FAILED row matching the filters with --all-failed.
+    /// Send FAILED rows back to PENDING (due now, retry and takeover counts 0): one
+    /// message, or every FAILED row matching the filters with --all-failed.
     Retry(RetryArgs),
     /// Reprocess COMPLETED inbox rows matching the filters (back to PENDING), e.g. after
     /// fixing a handler bug.

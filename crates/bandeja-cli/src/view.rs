@@ -39,6 +39,9 @@ pub(crate) struct RowJson<'a> {
     target_service: Option<&'a str>,
     /// Failed attempts so far.
     retry_count: u32,
+    /// Lease takeovers so far: how many times a worker took the row over because the worker
+    /// holding it had stopped (not failed attempts).
+    takeovers: u32,
     /// Deliveries by the transport (inbox rows).
     delivery_count: u32,
     /// The last failure.
@@ -92,6 +95,7 @@ impl<'a> RowJson<'a> {
             target_tenant: r.target_tenant_id.as_ref(),
             target_service: r.target_service.as_deref(),
             retry_count: m.retry_count,
+            takeovers: m.takeovers,
             delivery_count: m.delivery_count,
             last_error: m.last_error.as_deref(),
             occurred_at: r.occurred_at,

@@ -8,7 +8,10 @@ mod common;
 use bandeja_core::{MessageId, Store};
 use bandeja_postgres::testing::{database_url, SchemaGuard};
 use bandeja_postgres::PgStore;
-use common::{bandeja, field, listed, run_on, runtime, seed, FAILING, FAILURE, SEEDED, SUCCEEDING};
+use common::{
+    assert_takeover_shown, bandeja, field, listed, run_on, runtime, seed, take_over_one, FAILING,
+    FAILURE, SEEDED, SUCCEEDING,
+};
 use sqlx::{Connection, PgConnection, Row};
 
 /// A fresh schema of this test's own, dropped with `CASCADE` when the guard goes; `None`
@@ -118,6 +121,20 @@ fn status_list_and_show_read_a_postgres_schema() {
     assert!(shown["rows"][0]["payload"]["n"] == 2, "{shown:#}");
     let missing = MessageId::new().to_string();
     db.run(&["messages", "show", &missing]).expect_code(3);
+}
+
+#[test]
+fn a_row_taken_over_shows_one_takeover_and_no_retry_in_a_postgres_schema() {
+    let Some(db) = Seeded::new() else { return };
+    let id = runtime().block_on(async {
+        let store = PgStore::connect_with_schema(&db.url, db.schema.schema())
+            .await
+            .expect("connect");
+        let id = take_over_one(&store).await;
+        store.pool().close().await;
+        id
+    });
+    assert_takeover_shown(&db.db(), id);
 }
 
 #[test]

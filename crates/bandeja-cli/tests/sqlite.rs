@@ -7,7 +7,8 @@ mod common;
 use bandeja_core::MessageId;
 use bandeja_sqlite::SqliteStore;
 use common::{
-    bandeja, field, listed, run_on, runtime, seed, TempDir, FAILING, FAILURE, SEEDED, SUCCEEDING,
+    assert_takeover_shown, bandeja, field, listed, run_on, runtime, seed, take_over_one, TempDir,
+    FAILING, FAILURE, SEEDED, SUCCEEDING,
 };
 use sqlx::Row;
 
@@ -86,7 +87,7 @@ fn status_shows_the_counters_of_every_box() {
         .find(|l| l.starts_with("inbox_events"))
         .unwrap_or_else(|| panic!("no inbox_events line:\n{text}"));
     let cells: Vec<&str> = inbox_line.split_whitespace().collect();
-    assert_eq!(&cells[1..5], ["0", "0", "3", "0"], "{text}");
+    assert_eq!(&cells[1..6], ["0", "0", "3", "0", "0"], "{text}");
 
     let by_tenant = db
         .run(&["status", "--by-tenant", "--json"])
@@ -101,6 +102,18 @@ fn status_shows_the_counters_of_every_box() {
     assert_eq!(tenants.len(), 1, "{by_tenant:#}");
     assert_eq!(tenants[0]["tenant"], "default");
     assert_eq!(tenants[0]["failed"], SEEDED);
+}
+
+#[test]
+fn a_row_taken_over_shows_one_takeover_and_no_retry_in_list_show_and_status() {
+    let db = Seeded::new();
+    let id = runtime().block_on(async {
+        let store = SqliteStore::connect(&db.url).await.expect("open");
+        let id = take_over_one(&store).await;
+        store.pool().close().await;
+        id
+    });
+    assert_takeover_shown(&db.db(), id);
 }
 
 #[test]

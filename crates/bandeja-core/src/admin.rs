@@ -34,6 +34,11 @@ pub struct BoxCounters {
     pub failed: u64,
     /// PENDING rows created longer ago than the stuck threshold.
     pub stuck: u64,
+    /// PENDING, PROCESSING or FAILED rows whose lease was taken over at least once
+    /// (`takeover_count > 0`): a worker holding them stopped (a crash, a kill, a lost
+    /// connection) and another took them over after the lease ran out. COMPLETED rows are
+    /// not counted (their history is never scanned).
+    pub taken_over: u64,
     /// `created_at` of the oldest PENDING row.
     pub oldest_pending_at: Option<DateTime<Utc>>,
     /// The latest `completed_at`.
@@ -50,6 +55,7 @@ impl BoxCounters {
             processing: 0,
             failed: 0,
             stuck: 0,
+            taken_over: 0,
             oldest_pending_at: None,
             last_processed_at: None,
         }
@@ -57,6 +63,9 @@ impl BoxCounters {
 
     /// Adds one group of rows counted by a store.
     pub fn absorb(&mut self, group: &StatusGroup) {
+        if group.status != MessageStatus::Completed {
+            self.taken_over += group.taken_over;
+        }
         match group.status {
             MessageStatus::Pending => {
                 self.pending += group.count;
@@ -104,6 +113,8 @@ pub struct StatusGroup {
     pub oldest_created_at: Option<DateTime<Utc>>,
     /// How many were created before the stuck threshold (PENDING groups).
     pub stuck: u64,
+    /// How many were taken over at least once (`takeover_count > 0`).
+    pub taken_over: u64,
 }
 
 /// Which rows an operator means. Every field narrows; the default matches every row of
@@ -287,7 +298,8 @@ pub trait Admin: Inspect {
     async fn show(&self, id: MessageId) -> Result<Vec<MessageView>, StoreError>;
 
     /// Operator resubmission: FAILED rows matching `filter` go back to PENDING, due now,
-    /// with `retry_count` 0 and no lease; the resubmission is recorded on the row
+    /// with `retry_count` 0, `takeover_count` 0 (a row FAILED by crashes gets its
+    /// `max-takeovers` again, as one FAILED by errors gets its `max-retries`) and no lease; the resubmission is recorded on the row
     /// (`resubmitted_count + 1`, `resubmitted_at`), `last_error` is kept. Rows in any other
     /// status are never touched. Wakes the workers of the boxes that changed. Returns how
     /// many rows changed. The filter's status, if set, must be FAILED
@@ -378,22 +390,31 @@ mod tests {
             count,
             oldest_created_at: oldest,
             stuck,
+            taken_over: 0,
+        };
+        let taken = |group: StatusGroup, taken_over| StatusGroup {
+            taken_over,
+            ..group
         };
         let groups = [
             group("b", MessageStatus::Pending, 2, Some(t1), 1),
-            group("a", MessageStatus::Pending, 3, Some(t0), 2),
-            group("a", MessageStatus::Processing, 1, Some(t0), 0),
-            group("b", MessageStatus::Failed, 4, None, 0),
+            taken(group("a", MessageStatus::Pending, 3, Some(t0), 2), 1),
+            taken(group("a", MessageStatus::Processing, 1, Some(t0), 0), 1),
+            taken(group("b", MessageStatus::Failed, 4, None, 0), 2),
+            // Stores never count COMPLETED rows; were one to, it would not count.
+            taken(group("b", MessageStatus::Completed, 9, None, 0), 9),
         ];
         let total = BoxCounters::fold(BoxKind::InboxEvents, false, &groups);
         assert_eq!(total.len(), 1);
         let t = &total[0];
         assert_eq!((t.pending, t.processing, t.failed, t.stuck), (5, 1, 4, 3));
+        assert_eq!(t.taken_over, 4);
         assert_eq!(t.oldest_pending_at, Some(t0));
         let split = BoxCounters::fold(BoxKind::InboxEvents, true, &groups);
         let names: Vec<_> = split.iter().map(|c| c.tenant.clone()).collect();
         assert_eq!(names, vec![Some("a".into()), Some("b".into())]);
         assert_eq!((split[1].pending, split[1].failed), (2, 4));
+        assert_eq!((split[0].taken_over, split[1].taken_over), (2, 2));
         assert_eq!(split[1].oldest_pending_at, Some(t1));
         assert!(BoxCounters::fold(BoxKind::InboxEvents, true, &[]).is_empty());
     }

@@ -1,6 +1,6 @@
 //! `GET /` and `GET /dashboard`: one self-contained page (inline CSS and JavaScript, no
-//! CDN) showing the four boxes' counters and the FAILED messages with their last error,
-//! with buttons to retry one or all.
+//! CDN) showing the four boxes' counters (rows taken over included) and the FAILED messages
+//! with their retries, lease takeovers and last error, with buttons to retry one or all.
 //!
 //! The page carries no secret. The operator types the admin token into it (or opens the
 //! URL [`Server::dashboard_url`](crate::Server::dashboard_url) prints, whose `#token=`

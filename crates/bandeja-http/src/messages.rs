@@ -40,6 +40,8 @@ pub(crate) struct Row {
     partition_key: Option<String>,
     seq: i64,
     retry_count: u32,
+    /// Lease takeovers, counted apart from the failed attempts in `retry_count`.
+    takeovers: u32,
     delivery_count: u32,
     last_error: Option<String>,
     created_at: DateTime<Utc>,
@@ -76,6 +78,7 @@ impl Row {
             partition_key: record.partition_key,
             seq: message.seq,
             retry_count: message.retry_count,
+            takeovers: message.takeovers,
             delivery_count: message.delivery_count,
             last_error: message.last_error,
             created_at: view.row.created_at,

@@ -1,7 +1,8 @@
 //! `GET /metrics`: Prometheus text — the counters and latency histograms the workers
 //! record through the `metrics` facade (names in [`bandeja_core::telemetry`]), followed by
-//! gauges computed at scrape time from the box counters: rows per status, stuck rows and
-//! the lag (age of the oldest PENDING row) of each box, and whether the database answers.
+//! gauges computed at scrape time from the box counters: rows per status, stuck rows, rows
+//! taken over and the lag (age of the oldest PENDING row) of each box, and whether the
+//! database answers.
 
 use std::fmt::Write as _;
 use std::sync::OnceLock;
@@ -22,6 +23,9 @@ pub const LAG: &str = "bandeja_lag_seconds";
 pub const ROWS: &str = "bandeja_box_rows";
 /// PENDING rows older than the stuck threshold, per box.
 pub const STUCK: &str = "bandeja_box_stuck_rows";
+/// PENDING, PROCESSING or FAILED rows whose lease was taken over at least once, per box
+/// (the `taken_over` counter of `GET /boxes`).
+pub const TAKEN_OVER: &str = "bandeja_box_taken_over_rows";
 /// 1 when the database answered the scrape's queries, 0 otherwise.
 pub const DATABASE_UP: &str = "bandeja_database_up";
 
@@ -119,6 +123,18 @@ fn gauges(counters: Option<&[BoxCounters]>) -> String {
     for c in counters {
         let _ = writeln!(out, "{STUCK}{{box=\"{}\"}} {}", c.box_kind, c.stuck);
     }
+    let _ = writeln!(
+        out,
+        "# HELP {TAKEN_OVER} PENDING, PROCESSING or FAILED rows whose lease was taken over at least once"
+    );
+    let _ = writeln!(out, "# TYPE {TAKEN_OVER} gauge");
+    for c in counters {
+        let _ = writeln!(
+            out,
+            "{TAKEN_OVER}{{box=\"{}\"}} {}",
+            c.box_kind, c.taken_over
+        );
+    }
     out
 }
 
@@ -155,7 +171,7 @@ mod tests {
     use bandeja_core::BoxKind;
 
     #[test]
-    fn gauges_show_lag_rows_and_stuck_per_box() {
+    fn gauges_show_lag_rows_stuck_and_taken_over_per_box() {
         let counters = vec![BoxCounters {
             box_kind: BoxKind::InboxEvents,
             tenant: None,
@@ -163,6 +179,7 @@ mod tests {
             processing: 1,
             failed: 3,
             stuck: 1,
+            taken_over: 2,
             oldest_pending_at: Some(Utc::now() - chrono::Duration::seconds(90)),
             last_processed_at: None,
         }];
@@ -170,6 +187,8 @@ mod tests {
         assert!(text.contains("bandeja_database_up 1"));
         assert!(text.contains("bandeja_box_rows{box=\"inbox_events\",status=\"FAILED\"} 3"));
         assert!(text.contains("bandeja_box_stuck_rows{box=\"inbox_events\"} 1"));
+        assert!(text.contains("# TYPE bandeja_box_taken_over_rows gauge"));
+        assert!(text.contains("bandeja_box_taken_over_rows{box=\"inbox_events\"} 2"));
         let lag: f64 = text
             .lines()
             .find_map(|l| l.strip_prefix("bandeja_lag_seconds{box=\"inbox_events\"} "))

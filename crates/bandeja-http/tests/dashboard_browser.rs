@@ -1,7 +1,8 @@
 //! The dashboard in a real browser: Debian's headless Chromium, driven through WebDriver
 //! (chromedriver), against the server as `bandeja serve` runs it. A FAILED message shows
-//! with its last error; clicking its Retry button sends it back and the running worker
-//! completes it, which the page shows.
+//! with its last error, its retries and its lease takeovers apart, the boxes with their rows
+//! taken over; clicking its Retry button sends it back and the running worker completes it,
+//! which the page shows.
 //!
 //! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (`apt-get install chromium
 //! chromium-driver`; `.ci/run` installs them), or `CHROMIUM` / `CHROMEDRIVER` pointing
@@ -14,11 +15,14 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
+use bandeja_core::store::{Outcome, Resolution, Store};
 use bandeja_core::testing::eventually;
 use bandeja_core::{BoxKind, MessageStatus};
 use bandeja_http::HttpOptions;
 use bandeja_postgres::testing::in_ci;
-use common::{free_port, sqlite_store, start_with_a_failed_order, status_of, WAIT};
+use common::{
+    free_port, sqlite_store, start_with_a_failed_order, status_of, two_rows_taken_over, WAIT,
+};
 use fantoccini::{Client, ClientBuilder, Locator};
 
 const TOKEN: &str = "dashboard-test-token";
@@ -104,6 +108,18 @@ async fn retry_button_sends_a_failed_message_back_and_the_page_shows_it_complete
         return;
     };
     let (store, _file) = sqlite_store().await;
+    // Before the workers start: an outbox row taken over once and then FAILED, and one taken
+    // over and then COMPLETED (which no counter keeps).
+    let (taken_failed, taken_done) = two_rows_taken_over(&store).await;
+    let done = Outcome {
+        id: taken_done,
+        subscriber: None,
+        resolution: Resolution::Completed,
+    };
+    store
+        .resolve(BoxKind::OutboxEvents, "alive", &[done])
+        .await
+        .expect("complete the held row");
     let (running, event) = start_with_a_failed_order(&store, 42).await;
 
     let server = bandeja_http::bind(
@@ -142,6 +158,37 @@ async fn retry_button_sends_a_failed_message_back_and_the_page_shows_it_complete
     )
     .await;
     assert_eq!(failed_count.as_deref(), Some("1"));
+    let retries_and_takeovers = |id: String| {
+        let client = &client;
+        async move {
+            let row = format!("#failed tr[data-id=\"{id}\"]");
+            (
+                text_of(client, &format!("{row} td.retries")).await,
+                text_of(client, &format!("{row} td.takeovers")).await,
+            )
+        }
+    };
+    assert_eq!(
+        retries_and_takeovers(taken_failed.to_string()).await,
+        (Some("0".to_owned()), Some("1".to_owned())),
+        "the row taken over shows its takeover beside its retries"
+    );
+    assert_eq!(
+        retries_and_takeovers(id.clone()).await,
+        (Some("0".to_owned()), Some("0".to_owned()))
+    );
+    let taken_over = |box_name: &'static str| {
+        let client = &client;
+        async move {
+            text_of(
+                client,
+                &format!("#boxes tr[data-box=\"{box_name}\"] td.taken-over"),
+            )
+            .await
+        }
+    };
+    assert_eq!(taken_over("outbox_events").await.as_deref(), Some("1"));
+    assert_eq!(taken_over("inbox_events").await.as_deref(), Some("0"));
     let address = client.current_url().await.expect("url");
     assert!(
         !address.as_str().contains("token="),

@@ -11,7 +11,8 @@ use bandeja_core::{BoxKind, MessageStatus};
 use bandeja_http::{router, HttpOptions};
 use bandeja_postgres::PgStore;
 use common::{
-    assert_database_down, call, free_port, order, pg_store, runtime, wait_for_status, Flaky,
+    assert_database_down, assert_taken_over_shown, call, free_port, order, pg_store, runtime,
+    two_rows_taken_over, wait_for_status, Flaky,
 };
 
 const TOKEN: &str = "pg-token";
@@ -94,6 +95,16 @@ async fn postgres_health_boxes_metrics_and_retry_over_http() {
     )
     .await;
     running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_rows_taken_over_are_counted_per_box_and_shown_apart_from_retries() {
+    let Some((store, _schema)) = pg_store().await else {
+        return;
+    };
+    let app = router(store.clone(), HttpOptions::new().token(TOKEN));
+    let rows = two_rows_taken_over(&store).await;
+    assert_taken_over_shown(&app, Some(TOKEN), rows).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,8 +12,8 @@ use bandeja_core::testing::eventually;
 use bandeja_core::{BoxKind, MessageId, MessageStatus, TenantId};
 use bandeja_http::{router, HttpOptions};
 use common::{
-    assert_database_down, call, order, runtime, sqlite_store, start_with_a_failed_order,
-    wait_for_status, Flaky, WAIT,
+    assert_database_down, assert_taken_over_shown, call, order, runtime, sqlite_store,
+    start_with_a_failed_order, two_rows_taken_over, wait_for_status, Flaky, WAIT,
 };
 
 const TOKEN: &str = "s3cret-token";
@@ -132,6 +132,14 @@ async fn boxes_show_the_counters_per_box_and_per_tenant() {
     };
     assert_eq!(pending_of("acme"), Some(2.into()));
     assert_eq!(pending_of("default"), Some(1.into()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_taken_over_are_counted_per_box_and_shown_apart_from_retries() {
+    let (store, _file) = sqlite_store().await;
+    let app = router(store.clone(), HttpOptions::new().token(TOKEN));
+    let rows = two_rows_taken_over(&store).await;
+    assert_taken_over_shown(&app, Some(TOKEN), rows).await;
 }
 
 /// The value of the first sample of `name` carrying every label of `labels`.

@@ -109,7 +109,7 @@ pub(crate) fn report(changed: &Changed, json: bool) -> Result<(), CliError> {
 /// What the change did to the rows, in words.
 fn effect(action: &str) -> &'static str {
     match action {
-        "retry" => "back to PENDING, due now, retry count 0",
+        "retry" => "back to PENDING, due now, retry and takeover counts 0",
         "replay" => "back to PENDING, to be handled again",
         "purge" => "deleted",
         "archive" => "moved to the archive tables",

@@ -60,9 +60,10 @@ fn table(rows: &[MessageView]) -> Table {
         "TENANT",
         "TYPE",
         "RETRIES",
+        "TAKEOVERS",
         "LAST ERROR",
     ])
-    .right_align(&[7]);
+    .right_align(&[7, 8]);
     for row in rows {
         let m = &row.message;
         table.push(vec![
@@ -74,6 +75,7 @@ fn table(rows: &[MessageView]) -> Table {
             m.record.tenant_id.to_string(),
             m.record.message_type.clone(),
             m.retry_count.to_string(),
+            m.takeovers.to_string(),
             m.last_error
                 .as_deref()
                 .map_or_else(|| "-".to_owned(), |e| output::shorten(e, ERROR_WIDTH)),

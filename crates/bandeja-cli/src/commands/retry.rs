@@ -1,5 +1,5 @@
-//! `bandeja retry`: FAILED rows back to PENDING (due now, retry count 0, the resubmission
-//! recorded), for one message id or every FAILED row matching the filters.
+//! `bandeja retry`: FAILED rows back to PENDING (due now, retry and takeover counts 0, the
+//! resubmission recorded), for one message id or every FAILED row matching the filters.
 
 use bandeja_core::admin::Admin;
 use bandeja_core::{BoxKind, MessageStatus};

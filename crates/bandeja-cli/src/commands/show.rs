@@ -92,7 +92,8 @@ fn write_message(out: &mut impl Write, row: &MessageView) -> Result<(), CliError
     write_body(out, row)
 }
 
-/// One row: where it is, its status, attempts, times and last error.
+/// One row: where it is, its status, attempts (failed attempts and lease takeovers apart),
+/// times and last error.
 fn write_row(out: &mut impl Write, row: &MessageView) -> Result<(), CliError> {
     let m = &row.message;
     let heading = match &m.subscriber {
@@ -100,7 +101,7 @@ fn write_row(out: &mut impl Write, row: &MessageView) -> Result<(), CliError> {
         None => m.box_kind.to_string(),
     };
     writeln!(out, "== {heading} (seq {})", m.seq)?;
-    let mut attempts = format!("retry count {}", m.retry_count);
+    let mut attempts = format!("retry count {}, takeovers {}", m.retry_count, m.takeovers);
     if m.box_kind.is_inbox() {
         attempts.push_str(&format!(", delivered {} time(s)", m.delivery_count));
     }

@@ -40,7 +40,9 @@ pub(crate) async fn run<S: Admin>(
     }
     writeln!(
         out,
-        "\nstuck: PENDING for longer than {threshold}; times in UTC"
+        "\nstuck: PENDING for longer than {threshold}; times in UTC\n\
+         taken over: PENDING, PROCESSING or FAILED rows a worker took over after the one \
+         holding them stopped"
     )?;
     out.flush()?;
     Ok(())
@@ -57,10 +59,11 @@ fn table(counters: &[BoxCounters], by_tenant: bool) -> Table {
         "PROCESSING",
         "FAILED",
         "STUCK",
+        "TAKEN OVER",
         "OLDEST PENDING",
         "LAST PROCESSED",
     ]);
-    let numbers: Vec<usize> = (first_number..first_number + 4).collect();
+    let numbers: Vec<usize> = (first_number..first_number + 5).collect();
     let mut table = Table::new(&header).right_align(&numbers);
     for c in counters {
         let mut row = vec![c.box_kind.to_string()];
@@ -72,6 +75,7 @@ fn table(counters: &[BoxCounters], by_tenant: bool) -> Table {
             c.processing.to_string(),
             c.failed.to_string(),
             c.stuck.to_string(),
+            c.taken_over.to_string(),
             output::instant(c.oldest_pending_at),
             output::instant(c.last_processed_at),
         ]);

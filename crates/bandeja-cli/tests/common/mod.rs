@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bandeja_core::admin::Admin;
+use bandeja_core::conformance::admin::take_over;
 use bandeja_core::conformance::runtime::fast_config;
 use bandeja_core::conformance::Ping;
 use bandeja_core::testing::eventually;
 use bandeja_core::{
-    Bandeja, BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageStatus,
-    Store,
+    Bandeja, BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageKind,
+    MessageRecord, MessageStatus, Store, TenantId,
 };
 
 /// How many Ping events a seed emits.
@@ -215,4 +216,133 @@ pub(crate) fn field(rows: &[serde_json::Value], name: &str) -> Vec<String> {
             other => other.to_string(),
         })
         .collect()
+}
+
+/// Emits one more Ping event (number 99) straight into the events outbox through the
+/// `Store` API, claims it with a 1 ms lease as worker `dead` and claims it again as worker
+/// `alive` once that lease ran out: the row is PROCESSING (held by `alive`), taken over
+/// once, with no failed attempt. The outbox must hold no other due row (after [`seed`], all
+/// its rows are COMPLETED). Returns its id.
+pub(crate) async fn take_over_one<S: Store>(store: &S) -> MessageId {
+    let event = Event::new("Ping", "k99", Ping { n: 99 });
+    let mut record = MessageRecord::from_event(&event).expect("a valid event");
+    record.tenant_id = TenantId::default_tenant();
+    let mut tx = store.begin().await.expect("begin");
+    store
+        .insert_outbox(&mut *tx, MessageKind::Event, std::slice::from_ref(&record))
+        .await
+        .expect("insert");
+    store.commit(tx).await.expect("commit");
+    let taken = take_over(store, std::slice::from_ref(&record)).await;
+    assert_eq!(taken.len(), 1);
+    record.id
+}
+
+/// Checks that `messages list`, `messages show` and `status`, in text and JSON, show the
+/// row [`take_over_one`] made with 1 takeover and 0 retries, and every other row with 0
+/// takeovers.
+pub(crate) fn assert_takeover_shown(database: &[&str], id: MessageId) {
+    let id_text = id.to_string();
+    let rows = listed(database, &[]);
+    assert_eq!(rows.len(), 3 * SEEDED + 1);
+    for row in &rows {
+        let taken_over = row["id"] == id_text.as_str();
+        assert_eq!(row["takeovers"], u64::from(taken_over), "{row:#}");
+    }
+    let row = rows
+        .iter()
+        .find(|r| r["id"] == id_text.as_str())
+        .expect("the row taken over is listed");
+    assert_eq!(row["status"], "PROCESSING", "{row:#}");
+    assert_eq!(
+        row["retry_count"], 0,
+        "a takeover is not a failed attempt: {row:#}"
+    );
+    assert_eq!(row["locked_by"], "alive", "{row:#}");
+
+    let text = run_on(database, &["messages", "list"])
+        .expect_code(0)
+        .stdout;
+    let header: Vec<&str> = text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split("  ")
+        .collect();
+    let header: Vec<&str> = header
+        .iter()
+        .map(|h| h.trim())
+        .filter(|h| !h.is_empty())
+        .collect();
+    assert_eq!(
+        header[7..9],
+        ["RETRIES", "TAKEOVERS"],
+        "the takeovers beside the retries:\n{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.contains(&id_text))
+        .unwrap_or_else(|| panic!("no line for {id}:\n{text}"));
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        (cells[4], cells[7], cells[8]),
+        ("PROCESSING", "0", "1"),
+        "status, retries, takeovers:\n{text}"
+    );
+
+    let shown = run_on(database, &["messages", "show", &id_text, "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(shown["rows"][0]["takeovers"], 1, "{shown:#}");
+    assert_eq!(shown["rows"][0]["retry_count"], 0, "{shown:#}");
+    let text = run_on(database, &["messages", "show", &id_text])
+        .expect_code(0)
+        .stdout;
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("attempts") && l.ends_with("retry count 0, takeovers 1")),
+        "{text}"
+    );
+
+    let status = run_on(database, &["status", "--json"])
+        .expect_code(0)
+        .json();
+    let boxes = status["boxes"].as_array().expect("boxes");
+    let taken: Vec<(String, u64)> = boxes
+        .iter()
+        .map(|b| {
+            (
+                b["box"].as_str().unwrap_or_default().to_owned(),
+                b["taken_over"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .collect();
+    assert_eq!(
+        taken,
+        [
+            ("outbox_events".to_owned(), 1),
+            ("inbox_events".to_owned(), 0),
+            ("outbox_commands".to_owned(), 0),
+            ("inbox_commands".to_owned(), 0),
+        ],
+        "{status:#}"
+    );
+    let text = run_on(database, &["status"]).expect_code(0).stdout;
+    assert!(
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .contains("STUCK  TAKEN OVER"),
+        "{text}"
+    );
+    let outbox = text
+        .lines()
+        .find(|l| l.starts_with("outbox_events"))
+        .unwrap_or_else(|| panic!("no outbox_events line:\n{text}"));
+    let cells: Vec<&str> = outbox.split_whitespace().collect();
+    assert_eq!(
+        cells[1..6],
+        ["0", "1", "0", "0", "1"],
+        "pending, processing, failed, stuck, taken over:\n{text}"
+    );
 }

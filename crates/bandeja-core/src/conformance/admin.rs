@@ -14,7 +14,7 @@ use super::{emit, ping, request, rows};
 use crate::admin::{Admin, MessageFilter, MessageView, Page};
 use crate::envelope::MessageId;
 use crate::error::StoreErrorKind;
-use crate::record::{BoxKind, MessageKind, MessageRecord};
+use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
 use crate::status::MessageStatus;
 use crate::store::{Delivery, Inspect, Outcome, Resolution, RowView, Store};
 use crate::tenant::TenantId;
@@ -34,6 +34,7 @@ macro_rules! admin_conformance_tests {
             counters_count_each_status_per_box,
             counters_by_tenant_split_each_box,
             stuck_counts_pending_rows_older_than_the_threshold,
+            counters_count_live_and_failed_rows_taken_over,
             list_filters_by_every_field,
             list_pages_newest_first_without_overlap,
             count_matches_what_list_returns_for_every_filter,
@@ -327,6 +328,148 @@ pub async fn stuck_counts_pending_rows_older_than_the_threshold<S: Admin>(store:
         .iter()
         .filter(|c| c.box_kind == BoxKind::OutboxEvents)
         .all(|c| c.stuck == 1));
+}
+
+/// Claims `records` (already emitted into the events outbox) with a 1 ms lease as worker
+/// `dead`, then claims them again as worker `alive` once that lease ran out: each row is
+/// taken over once and held by `alive` (30 s lease). The events outbox must hold no other
+/// due row. Returns the rows as `alive` claimed them.
+pub async fn take_over<S: Store>(store: &S, records: &[MessageRecord]) -> Vec<StoredMessage> {
+    let dead = crate::store::ClaimRequest {
+        lease: Duration::from_millis(1),
+        ordered: false,
+        ..request("dead", records.len())
+    };
+    let claimed = store
+        .claim(BoxKind::OutboxEvents, &dead)
+        .await
+        .expect("claim as the worker that dies");
+    assert_eq!(claimed.len(), records.len(), "every row is claimed");
+    let alive = crate::store::ClaimRequest {
+        ordered: false,
+        ..request("alive", records.len())
+    };
+    let taken = std::sync::Mutex::new(Vec::<StoredMessage>::new());
+    crate::testing::eventually(Duration::from_secs(10), || async {
+        let got = store
+            .claim(BoxKind::OutboxEvents, &alive)
+            .await
+            .expect("claim as the worker that lives");
+        let mut taken = taken.lock().expect("not poisoned");
+        taken.extend(got);
+        (taken.len() == records.len()).then_some(())
+    })
+    .await
+    .expect("every expired lease is taken over");
+    let taken = taken.into_inner().expect("not poisoned");
+    for message in &taken {
+        assert_eq!(message.takeovers, 1, "taken over once");
+        assert_eq!(message.taken_over_from.as_deref(), Some("dead"));
+        assert_eq!(message.retry_count, 0, "a takeover is not a failed attempt");
+    }
+    taken
+}
+
+/// `taken_over` counts PENDING, PROCESSING and FAILED rows whose lease was taken over at
+/// least once, per box and per tenant; COMPLETED rows and rows never taken over do not
+/// count. The listing and `show` carry each row's takeover count apart from its retry count.
+pub async fn counters_count_live_and_failed_rows_taken_over<S: Admin>(store: S) {
+    let (retried, held, failed_row, done) = (
+        record(1, ACME),
+        record(2, ACME),
+        record(3, GLOBEX),
+        record(4, ACME),
+    );
+    let all = [
+        retried.clone(),
+        held.clone(),
+        failed_row.clone(),
+        done.clone(),
+    ];
+    emit(&store, &all).await;
+    take_over(&store, &all).await;
+    let untouched = record(5, ACME);
+    emit(&store, std::slice::from_ref(&untouched)).await;
+    let outcomes = [
+        outcome(
+            retried.id,
+            None,
+            Resolution::Retry {
+                retry_count: 1,
+                delay: HOUR,
+                error: "broker down".into(),
+            },
+        ),
+        outcome(failed_row.id, None, failed("no route", 0)),
+        outcome(done.id, None, Resolution::Completed),
+    ];
+    store
+        .resolve(BoxKind::OutboxEvents, "alive", &outcomes)
+        .await
+        .expect("resolve");
+
+    let counters = store.counters(HOUR, false).await.expect("counters");
+    let outbox = &counters[0];
+    assert_eq!(
+        (outbox.pending, outbox.processing, outbox.failed),
+        (2, 1, 1)
+    );
+    assert_eq!(
+        outbox.taken_over, 3,
+        "the retried, the held and the FAILED row; not the COMPLETED one"
+    );
+    assert!(counters[1..].iter().all(|c| c.taken_over == 0));
+    let per_tenant = store.counters(HOUR, true).await.expect("counters");
+    let taken: Vec<_> = per_tenant
+        .iter()
+        .map(|c| (c.tenant.clone().unwrap_or_default(), c.taken_over))
+        .collect();
+    assert_eq!(taken, vec![(ACME.to_owned(), 2), (GLOBEX.to_owned(), 1)]);
+
+    let attempts = |views: &[MessageView]| {
+        views
+            .iter()
+            .map(|v| {
+                (
+                    v.message.record.id,
+                    v.message.takeovers,
+                    v.message.retry_count,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        attempts(&store.show(retried.id).await.expect("show")),
+        vec![(retried.id, 1, 1)],
+        "one takeover, then one failed attempt: counted apart"
+    );
+    assert_eq!(
+        attempts(&store.show(untouched.id).await.expect("show")),
+        vec![(untouched.id, 0, 0)]
+    );
+    let listed = list(&store, MessageFilter::default()).await;
+    assert_eq!(
+        attempts(&listed),
+        vec![
+            (untouched.id, 0, 0),
+            (done.id, 1, 0),
+            (failed_row.id, 1, 0),
+            (held.id, 1, 0),
+            (retried.id, 1, 1),
+        ]
+    );
+
+    // An operator retry gives the row its takeover budget back, as it does its retries.
+    let one = MessageFilter {
+        id: Some(failed_row.id),
+        ..Default::default()
+    };
+    assert_eq!(store.retry(&one).await.expect("retry"), 1);
+    let shown = store.show(failed_row.id).await.expect("show");
+    assert_eq!(attempts(&shown), vec![(failed_row.id, 0, 0)]);
+    assert_eq!(shown[0].message.status, MessageStatus::Pending);
+    let counters = store.counters(HOUR, false).await.expect("counters");
+    assert_eq!((counters[0].pending, counters[0].taken_over), (3, 2));
 }
 
 /// Each filter field narrows the listing; rows come newest first per box.

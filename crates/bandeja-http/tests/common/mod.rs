@@ -14,11 +14,13 @@ use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::Router;
+use bandeja_core::conformance::admin::take_over;
 use bandeja_core::conformance::runtime::fast_config;
-use bandeja_core::store::Inspect;
+use bandeja_core::conformance::Ping;
+use bandeja_core::store::{Inspect, Outcome, Resolution};
 use bandeja_core::{
-    BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageStatus, Payload,
-    Store,
+    BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageKind,
+    MessageRecord, MessageStatus, Payload, Store, TenantId,
 };
 use bandeja_postgres::PgStore;
 use bandeja_sqlite::SqliteStore;
@@ -255,4 +257,126 @@ pub async fn wait_for_status<S: Inspect>(
     })
     .await
     .unwrap_or_else(|e| panic!("{id} never reached {status} in {box_kind}: {e:?}"));
+}
+
+/// Writes two Ping events into the events outbox through the `Store` API and has each
+/// taken over once (claimed with a 1 ms lease by worker `dead`, again by worker `alive`
+/// once that ran out); `alive` then marks the first FAILED (`no route`, no failed attempt
+/// counted) and keeps holding the second (PROCESSING). The outbox must hold no other due
+/// row. Returns the ids: (FAILED, PROCESSING).
+pub async fn two_rows_taken_over<S: Store>(store: &S) -> (MessageId, MessageId) {
+    let records: Vec<MessageRecord> = (0..2)
+        .map(|n| {
+            let event = Event::new("Ping", format!("taken-{n}"), Ping { n });
+            let mut record = MessageRecord::from_event(&event).expect("a valid event");
+            record.tenant_id = TenantId::default_tenant();
+            record
+        })
+        .collect();
+    let mut tx = store.begin().await.expect("begin");
+    store
+        .insert_outbox(&mut *tx, MessageKind::Event, &records)
+        .await
+        .expect("insert");
+    store.commit(tx).await.expect("commit");
+    take_over(store, &records).await;
+    let failed = Outcome {
+        id: records[0].id,
+        subscriber: None,
+        resolution: Resolution::Failed {
+            retry_count: 0,
+            error: "no route".into(),
+        },
+    };
+    store
+        .resolve(BoxKind::OutboxEvents, "alive", &[failed])
+        .await
+        .expect("resolve");
+    (records[0].id, records[1].id)
+}
+
+/// Checks that `GET /boxes` (per box and per tenant) and `GET /metrics` count the two rows
+/// of [`two_rows_taken_over`] as taken over, and that `GET /messages` and
+/// `GET /messages/{id}` show each with 1 takeover and 0 retries.
+pub async fn assert_taken_over_shown(
+    app: &Router,
+    token: Option<&str>,
+    (failed, held): (MessageId, MessageId),
+) {
+    let boxes = call(app, "GET", "/boxes", None).await;
+    assert_eq!(boxes.status, StatusCode::OK, "{}", boxes.body);
+    let boxes = boxes.json();
+    let taken: Vec<(String, u64)> = boxes["boxes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|b| {
+            (
+                b["box"].as_str().unwrap_or_default().to_owned(),
+                b["taken_over"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .collect();
+    assert_eq!(
+        taken,
+        [
+            ("outbox_events".to_owned(), 2),
+            ("inbox_events".to_owned(), 0),
+            ("outbox_commands".to_owned(), 0),
+            ("inbox_commands".to_owned(), 0),
+        ],
+        "{boxes}"
+    );
+    let outbox = &boxes["boxes"][0];
+    assert_eq!(
+        (&outbox["processing"], &outbox["failed"]),
+        (&1.into(), &1.into()),
+        "{outbox}"
+    );
+    let by_tenant = call(app, "GET", "/boxes?by=tenant", None).await.json();
+    let default = by_tenant["boxes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|b| b["box"] == "outbox_events" && b["tenant"] == "default")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(default["taken_over"], 2, "{by_tenant}");
+
+    let metrics = call(app, "GET", "/metrics", None).await.body;
+    for needle in [
+        "# TYPE bandeja_box_taken_over_rows gauge",
+        "bandeja_box_taken_over_rows{box=\"outbox_events\"} 2",
+        "bandeja_box_taken_over_rows{box=\"inbox_events\"} 0",
+    ] {
+        assert!(metrics.contains(needle), "missing {needle}:\n{metrics}");
+    }
+
+    let listed = call(app, "GET", "/messages?box=outbox_events", token).await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.body);
+    let listed = listed.json();
+    let attempts: Vec<(String, u64, u64)> = listed["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["type"] == "conformance.Ping")
+        .map(|m| {
+            (
+                m["id"].as_str().unwrap_or_default().to_owned(),
+                m["takeovers"].as_u64().unwrap_or(u64::MAX),
+                m["retry_count"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        [(held.to_string(), 1, 0), (failed.to_string(), 1, 0)],
+        "{listed}"
+    );
+    let shown = call(app, "GET", &format!("/messages/{failed}"), token)
+        .await
+        .json();
+    assert_eq!(shown["rows"][0]["takeovers"], 1, "{shown}");
+    assert_eq!(shown["rows"][0]["retry_count"], 0, "{shown}");
+    assert_eq!(shown["rows"][0]["status"], "FAILED", "{shown}");
 }

@@ -44,6 +44,7 @@ impl PgStore {
                 count: count(row.try_get("n").map_err(decode_error)?),
                 oldest_created_at: row.try_get("oldest").map_err(decode_error)?,
                 stuck: count(row.try_get("stuck").map_err(decode_error)?),
+                taken_over: count(row.try_get("taken_over").map_err(decode_error)?),
             });
         }
         Ok(groups)

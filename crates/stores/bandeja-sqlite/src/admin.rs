@@ -46,6 +46,11 @@ impl SqliteStore {
                         .map_err(decode_error)?
                         .unwrap_or(0),
                 ),
+                taken_over: count(
+                    row.try_get::<Option<i64>, _>("taken_over")
+                        .map_err(decode_error)?
+                        .unwrap_or(0),
+                ),
             });
         }
         Ok(groups)

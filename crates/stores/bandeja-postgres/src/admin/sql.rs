@@ -199,8 +199,8 @@ pub(super) fn show(schema: &str, box_kind: BoxKind) -> String {
     )
 }
 
-/// Rows of `from_status` matching `filter` back to PENDING, due now, the resubmission
-/// recorded; returns how many, and notifies `channel` (other processes' workers) when any.
+/// Rows of `from_status` matching `filter` back to PENDING, due now, with fresh retry and
+/// takeover budgets, the resubmission recorded; returns how many, and notifies `channel` (other processes' workers) when any.
 pub(super) fn resubmit(
     schema: &str,
     channel: &str,
@@ -220,7 +220,8 @@ pub(super) fn resubmit(
     Statement {
         sql: format!(
             "WITH changed AS ( \
-               UPDATE {t} SET status = 'PENDING', retry_count = 0, next_attempt_at = {NOW}, \
+               UPDATE {t} SET status = 'PENDING', retry_count = 0, takeover_count = 0, \
+                 next_attempt_at = {NOW}, \
                  locked_by = NULL, locked_until = NULL, completed_at = NULL, \
                  last_modified_at = {NOW}, resubmitted_count = resubmitted_count + 1, \
                  resubmitted_at = {NOW} \
@@ -264,15 +265,19 @@ pub(super) fn archive(schema: &str, box_kind: BoxKind) -> String {
 }
 
 /// Per tenant and status: count, oldest `created_at`, rows created more than `$1` seconds
-/// ago (stuck). Live rows through the live index, FAILED rows through the FAILED index.
+/// ago (stuck), rows taken over at least once. Live rows through the live index, FAILED rows
+/// through the FAILED index: the taken-over count is a filter on the rows these scans read
+/// anyway, so COMPLETED rows are never visited.
 pub(super) fn counters(schema: &str, box_kind: BoxKind) -> String {
     let t = table(schema, box_kind);
     format!(
         "SELECT tenant_id, status, count(*) AS n, min(created_at) AS oldest, \
-           count(*) FILTER (WHERE created_at < {NOW} - $1::float8 * interval '1 second') AS stuck \
+           count(*) FILTER (WHERE created_at < {NOW} - $1::float8 * interval '1 second') AS stuck, \
+           count(*) FILTER (WHERE takeover_count > 0) AS taken_over \
          FROM {t} WHERE status IN ('PENDING', 'PROCESSING') GROUP BY tenant_id, status \
          UNION ALL \
-         SELECT tenant_id, status, count(*), NULL::timestamptz, 0::int8 FROM {t} \
+         SELECT tenant_id, status, count(*), NULL::timestamptz, 0::int8, \
+           count(*) FILTER (WHERE takeover_count > 0) FROM {t} \
          WHERE status = 'FAILED' GROUP BY tenant_id, status"
     )
 }
