@@ -43,6 +43,29 @@ impl TransportKind {
     }
 }
 
+/// Which handler the benchmark registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum HandlerKind {
+    /// `batch` with `--handler-ms 0`, `message` otherwise.
+    Auto,
+    /// A batch handler (`on_event_batch`): the effect rows of all its events in one
+    /// statement; with `--handler-ms` it sleeps once per call.
+    Batch,
+    /// A handler per message (`on_event`): sleeps `--handler-ms`, then writes its effect row.
+    Message,
+}
+
+impl HandlerKind {
+    /// The flag value.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            HandlerKind::Auto => "auto",
+            HandlerKind::Batch => "batch",
+            HandlerKind::Message => "message",
+        }
+    }
+}
+
 /// bandeja's benchmark.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "bandeja-bench", version, about)]
@@ -82,15 +105,26 @@ pub(crate) struct Args {
     /// Live: how long to emit.
     #[arg(long, default_value_t = 20)]
     pub(crate) seconds: u64,
-    /// Worker processes (1: the benchmark process itself runs the workers).
+    /// Worker processes draining the same database (1: the benchmark process itself runs
+    /// the workers; more: it spawns that many copies of itself, workers only, on the same
+    /// database and schema, and only emits and measures).
     #[arg(long, default_value_t = 1)]
     pub(crate) processes: u32,
     /// Batch size of every worker.
     #[arg(long, default_value_t = 500)]
     pub(crate) batch_size: usize,
-    /// Handlers run at once per inbox batch.
+    /// Handler concurrency: handlers run at once per inbox, per process
+    /// (`handler_concurrency` of the builder).
     #[arg(long, default_value_t = 32)]
     pub(crate) concurrency: usize,
+    /// Simulated handler time: the handler awaits a sleep of this many milliseconds inside
+    /// its transaction, before writing its effect (0: no sleep).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) handler_ms: u64,
+    /// Which handler to register (`auto`: the batch handler with `--handler-ms 0`, a
+    /// handler per message otherwise, as a handler doing an SMTP or HTTP call would be).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) handler: HandlerKind,
     /// Distinct partition keys the messages are spread over.
     #[arg(long, default_value_t = 1000)]
     pub(crate) keys: u64,
@@ -104,4 +138,15 @@ pub(crate) struct Args {
     /// Internal: run only the workers until killed (used for `--processes`).
     #[arg(long, hide = true)]
     pub(crate) worker_only: bool,
+}
+
+impl Args {
+    /// The handler `--handler auto` stands for.
+    pub(crate) fn handler_kind(&self) -> HandlerKind {
+        match self.handler {
+            HandlerKind::Auto if self.handler_ms == 0 => HandlerKind::Batch,
+            HandlerKind::Auto => HandlerKind::Message,
+            kind => kind,
+        }
+    }
 }

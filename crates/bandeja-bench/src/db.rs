@@ -32,6 +32,31 @@ pub(crate) trait BenchDb: Store + Inspect {
     async fn seed_history(&self, n: u64) -> Result<(), BoxError>;
     /// Every recorded latency, in microseconds.
     async fn latencies(&self) -> Result<Vec<i64>, BoxError>;
+    /// What the drain left in the event inbox: rows with `retry_count > 0`, the highest
+    /// `retry_count`, and FAILED rows.
+    async fn inbox_retries(&self) -> Result<Retries, BoxError>;
+}
+
+/// What the drain left in the event inbox (see [`BenchDb::inbox_retries`]).
+#[derive(Debug, Clone, Copy, Default, sqlx::FromRow)]
+pub(crate) struct Retries {
+    /// Rows with `retry_count > 0`.
+    pub(crate) retried: i64,
+    /// The highest `retry_count`.
+    pub(crate) max_retry_count: i64,
+    /// FAILED rows.
+    pub(crate) failed: i64,
+}
+
+/// The statement of [`BenchDb::inbox_retries`] over `table`. The benchmark's own
+/// subscriber only (history rows have another).
+fn retries_sql(table: &str) -> String {
+    format!(
+        "SELECT CAST(count(*) FILTER (WHERE retry_count > 0) AS BIGINT) AS retried, \
+           CAST(coalesce(max(retry_count), 0) AS BIGINT) AS max_retry_count, \
+           CAST(count(*) FILTER (WHERE status = 'FAILED') AS BIGINT) AS failed \
+         FROM {table} WHERE subscriber = 'bench'"
+    )
 }
 
 /// A history id shaped like the UUID v7 bandeja writes: a millisecond timestamp (a day
@@ -134,6 +159,12 @@ impl BenchDb for SqliteStore {
             .fetch_all(self.pool())
             .await?)
     }
+
+    async fn inbox_retries(&self) -> Result<Retries, BoxError> {
+        Ok(sqlx::query_as(&retries_sql("inbox_events"))
+            .fetch_one(self.pool())
+            .await?)
+    }
 }
 
 #[async_trait]
@@ -215,5 +246,10 @@ impl BenchDb for PgStore {
     async fn latencies(&self) -> Result<Vec<i64>, BoxError> {
         let sql = format!("SELECT latency_us FROM {}.bench_effects", self.schema());
         Ok(sqlx::query_scalar(&sql).fetch_all(self.pool()).await?)
+    }
+
+    async fn inbox_retries(&self) -> Result<Retries, BoxError> {
+        let sql = retries_sql(&format!("{}.inbox_events", self.schema()));
+        Ok(sqlx::query_as(&sql).fetch_one(self.pool()).await?)
     }
 }

@@ -1,11 +1,12 @@
-//! The benchmark's message and handler: the handler writes one row in its own table, in
-//! the transaction that completes the message, with the commit→handled latency.
+//! The benchmark's message and handlers: a handler writes one row per message in its own
+//! table, in the transaction that completes the message, with the commit→handled latency;
+//! with `--handler-ms` it first awaits a sleep inside that transaction (a handler calling
+//! an SMTP server or an HTTP API).
 
-use std::marker::PhantomData;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use bandeja::{Event, EventBatchHandler, HandlerContext, HandlerError, Payload};
+use bandeja::{Event, EventBatchHandler, EventHandler, HandlerContext, HandlerError, Payload};
 
 use crate::db::BenchDb;
 
@@ -30,8 +31,23 @@ pub(crate) fn now_us() -> i64 {
         .unwrap_or_default()
 }
 
-/// Writes the effect rows of a batch in one statement.
-pub(crate) struct Effect<S>(pub(crate) S, pub(crate) PhantomData<fn() -> S>);
+/// The benchmark's handler: registered as a batch handler (the effect rows of a batch in one
+/// statement) or as a handler per message (one row).
+pub(crate) struct Effect<S> {
+    /// The store, for the effect table's statement.
+    pub(crate) store: S,
+    /// The simulated handler time, awaited once per call (zero: none).
+    pub(crate) sleep: Duration,
+}
+
+impl<S> Effect<S> {
+    /// Awaits the simulated handler time, if any.
+    async fn work(&self) {
+        if !self.sleep.is_zero() {
+            tokio::time::sleep(self.sleep).await;
+        }
+    }
+}
 
 #[async_trait]
 impl<S: BenchDb> EventBatchHandler<S, BenchPing> for Effect<S> {
@@ -40,12 +56,27 @@ impl<S: BenchDb> EventBatchHandler<S, BenchPing> for Effect<S> {
         ctx: &mut HandlerContext<'_, S>,
         events: Vec<Event<BenchPing>>,
     ) -> Result<(), HandlerError> {
+        self.work().await;
         let now = now_us();
         let rows: Vec<_> = events
             .iter()
             .map(|e| (e.id.0, now - e.payload.emitted_us))
             .collect();
-        self.0.record_effects(ctx.conn(), &rows).await?;
+        self.store.record_effects(ctx.conn(), &rows).await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl<S: BenchDb> EventHandler<S, BenchPing> for Effect<S> {
+    async fn handle(
+        &self,
+        ctx: &mut HandlerContext<'_, S>,
+        event: Event<BenchPing>,
+    ) -> Result<(), HandlerError> {
+        self.work().await;
+        let row = (event.id.0, now_us() - event.payload.emitted_us);
+        self.store.record_effects(ctx.conn(), &[row]).await?;
         Ok(())
     }
 }

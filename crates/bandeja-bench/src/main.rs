@@ -6,7 +6,14 @@
 //! cargo run --release -p bandeja-bench -- --store postgres --mode drain --messages 100000 --processes 3
 //! cargo run --release -p bandeja-bench -- --store postgres --transport nats --mode drain
 //! cargo run --release -p bandeja-bench -- --store postgres --transport amqp --mode live --rate 500
+//! cargo run --release -p bandeja-bench -- --store postgres --mode drain --messages 2000 --handler-ms 50 --processes 2
 //! ```
+//!
+//! With `--handler-ms N` every handler awaits a sleep of N ms inside its transaction (one
+//! handler per message unless `--handler batch`); the drain's JSON line then also carries
+//! the ideal throughput (processes × `--concurrency` / N ms) and the ratio to it, and
+//! every drain reports what it left in the inbox: rows retried, the highest
+//! `retry_count`, rows FAILED.
 //!
 //! With `--transport nats|amqp` the benchmark's service publishes its events to the broker
 //! and consumes them back into its inbox (one database, one broker hop each way), so the

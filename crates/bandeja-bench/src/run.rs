@@ -1,6 +1,5 @@
 //! Sets up the store, runs the chosen mode, prints the figures.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -9,7 +8,7 @@ use bandeja::sqlite::SqliteStore;
 use bandeja::transport::Transport;
 use bandeja::{Bandeja, Config, Event, Group, HandlerTransaction, MessageRecord, Running};
 
-use crate::args::{Args, Mode, StoreKind, TransportKind};
+use crate::args::{Args, HandlerKind, Mode, StoreKind, TransportKind};
 use crate::db::{BenchDb, BoxError};
 use crate::handler::{now_us, BenchPing, Effect};
 
@@ -113,10 +112,19 @@ async fn transport(args: &Args) -> Result<Option<Arc<dyn Transport>>, BoxError> 
 }
 
 async fn start_workers<S: BenchDb>(store: &S, args: &Args) -> Result<Running, BoxError> {
-    let mut builder = Bandeja::builder(store.clone())
+    let effect = Effect {
+        store: store.clone(),
+        sleep: Duration::from_millis(args.handler_ms),
+    };
+    let builder = Bandeja::builder(store.clone())
         .config(config(args)?)
-        .handler_concurrency(args.concurrency)
-        .on_event_batch::<BenchPing, _>("bench", Effect(store.clone(), PhantomData));
+        .handler_concurrency(args.concurrency);
+    let mut builder = match args.handler_kind() {
+        HandlerKind::Message => builder.on_event::<BenchPing, _>("bench", effect),
+        HandlerKind::Batch | HandlerKind::Auto => {
+            builder.on_event_batch::<BenchPing, _>("bench", effect)
+        }
+    };
     if let Some(transport) = transport(args).await? {
         builder = builder.service("bench").transport(transport);
     }
@@ -144,6 +152,8 @@ fn spawn_children(args: &Args, url: &str, schema: Option<&str>) -> Result<Childr
             .args(["--database-url", url])
             .args(["--batch-size", &args.batch_size.to_string()])
             .args(["--concurrency", &args.concurrency.to_string()])
+            .args(["--handler-ms", &args.handler_ms.to_string()])
+            .args(["--handler", args.handler_kind().name()])
             .args(["--handler-transaction", &args.handler_transaction])
             .args(["--transport", args.transport.name()])
             .args(["--partitions", &args.partitions.to_string()])
@@ -244,6 +254,17 @@ async fn wait_for<S: BenchDb>(store: &S, target: i64, limit: Duration) -> Result
             if done >= target {
                 return Ok(());
             }
+            // Nothing live and messages missing: they ended FAILED, waiting is in vain.
+            let retries = store.inbox_retries().await?;
+            if retries.failed > 0 && !store.live_rows_left().await? {
+                let done = store.effects().await?;
+                return Err(format!(
+                    "only {done} of {target} messages handled: {} FAILED \
+                     ({} rows retried, max retry_count {})",
+                    retries.failed, retries.retried, retries.max_retry_count
+                )
+                .into());
+            }
         }
         if start.elapsed() > limit {
             let done = store.effects().await?;
@@ -316,6 +337,9 @@ fn report(
         "mode": mode,
         "messages": messages,
         "processes": args.processes.max(1),
+        "handler": args.handler_kind().name(),
+        "handler_ms": args.handler_ms,
+        "handler_concurrency": args.concurrency,
         "seconds": seconds,
         "throughput_per_s": messages as f64 / seconds,
         "latency_p50_ms": pick(50),
@@ -326,6 +350,15 @@ fn report(
         line.extend(extra);
     }
     println!("{line}");
+}
+
+/// With a simulated handler time: what the worker processes could drain at most, every
+/// handler slot of every process busy all the time (processes × handler concurrency /
+/// handler time), in messages per second. `None` with `--handler-ms 0`.
+fn ideal_per_s(args: &Args) -> Option<f64> {
+    (args.handler_ms > 0).then(|| {
+        f64::from(args.processes.max(1)) * args.concurrency as f64 * 1000.0 / args.handler_ms as f64
+    })
 }
 
 async fn drain<S: BenchDb>(
@@ -348,8 +381,11 @@ async fn drain<S: BenchDb>(
         n = end;
     }
     eprintln!(
-        "draining with {} worker process(es)...",
-        args.processes.max(1)
+        "draining with {} worker process(es), handler concurrency {} each, {} handler of {} ms...",
+        args.processes.max(1),
+        args.concurrency,
+        args.handler_kind().name(),
+        args.handler_ms
     );
     let started = Instant::now();
     let workers = workers(store, args, url, schema).await?;
@@ -360,6 +396,20 @@ async fn drain<S: BenchDb>(
     stop(workers).await;
     result?;
     let mut latencies = store.latencies().await?;
+    let retries = store.inbox_retries().await?;
+    let mut extra = serde_json::json!({
+        "history": args.history,
+        "retried_rows": retries.retried,
+        "max_retry_count": retries.max_retry_count,
+        "failed_rows": retries.failed,
+    });
+    if let (Some(ideal), Some(extra)) = (ideal_per_s(args), extra.as_object_mut()) {
+        extra.insert("ideal_per_s".into(), ideal.into());
+        extra.insert(
+            "ratio_to_ideal".into(),
+            (args.messages as f64 / seconds / ideal).into(),
+        );
+    }
     report(
         args,
         "drain",
@@ -367,7 +417,7 @@ async fn drain<S: BenchDb>(
         seconds,
         &mut latencies,
         rss,
-        serde_json::json!({"history": args.history}),
+        extra,
     );
     Ok(())
 }
