@@ -46,7 +46,17 @@ pub(crate) async fn run(args: Args) -> Result<(), BoxError> {
                 Some(schema) => (schema.clone(), false),
                 None => (format!("bench_{}", uuid::Uuid::new_v4().simple()), true),
             };
-            let store = PgStore::connect_with_schema(&url, &schema).await?;
+            // Slow handlers each hold a connection for their whole transaction: the pool
+            // must not be what limits them (the 0 ms drain keeps the default pool, as
+            // the builds it is compared with).
+            let mut options = bandeja::postgres::PgStoreOptions::with_schema(&schema);
+            if args.handler_ms > 0 {
+                let wanted = u32::try_from(args.concurrency)
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(8);
+                options.max_connections = options.max_connections.max(wanted);
+            }
+            let store = PgStore::connect_with_options(&url, &options).await?;
             let result = go(store.clone(), &args, &url, Some(&schema)).await;
             if fresh && !args.worker_only {
                 sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
