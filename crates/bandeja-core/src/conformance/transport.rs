@@ -26,7 +26,9 @@ use crate::status::MessageStatus;
 use crate::store::{Inspect, ReceiveReport, RowView, Store};
 use crate::tenant::{self, TenantId};
 use crate::testing::eventually;
-use crate::transport::{wire, Outgoing, SubscribeRequest, Subscription, Transport, TransportError};
+use crate::transport::{
+    wire, Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
+};
 
 /// Generates one `#[tokio::test]` per transport check. `$store` is an async fn returning
 /// `(store, guard)` (a fresh migrated store per call: each service of a test gets its own);
@@ -339,8 +341,9 @@ impl Transport for FaultyTransport {
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
+        deadline: Instant,
     ) -> Vec<Result<(), TransportError>> {
-        self.inner.publish(kind, messages).await
+        self.inner.publish(kind, messages, deadline).await
     }
     async fn subscribe(
         &self,
@@ -669,7 +672,11 @@ pub async fn bad_bodies_are_stored_failed_and_do_not_block<S: Inspect>(h: Harnes
         .collect();
     for (n, outgoing) in outgoing.iter().enumerate() {
         let results = transport
-            .publish(MessageKind::Event, std::slice::from_ref(outgoing))
+            .publish(
+                MessageKind::Event,
+                std::slice::from_ref(outgoing),
+                Instant::now() + WAIT,
+            )
             .await;
         assert!(
             results.iter().all(Result::is_ok),

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use bandeja_core::reception::InboxSink;
 use bandeja_core::record::MessageKind;
 use bandeja_core::transport::{
-    Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
+    Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
 };
 
 use crate::connection::Settings;
@@ -67,8 +67,9 @@ impl Transport for AmqpTransport {
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
+        deadline: Instant,
     ) -> Vec<Result<(), TransportError>> {
-        self.publisher.publish(kind, messages).await
+        self.publisher.publish(kind, messages, deadline).await
     }
 
     async fn subscribe(

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use bandeja_core::reception::InboxSink;
 use bandeja_core::transport::routing::token;
 use bandeja_core::transport::{
-    Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
+    Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
 };
 use bandeja_core::MessageKind;
 use tokio::sync::watch;
@@ -160,13 +160,14 @@ impl Transport for NatsTransport {
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
+        deadline: Instant,
     ) -> Vec<Result<(), TransportError>> {
         let publisher = Publisher {
             jetstream: &self.jetstream,
             names: &self.names,
             partitions: self.options.partitions,
         };
-        let (results, stream_missing) = publisher.publish(kind, messages).await;
+        let (results, stream_missing) = publisher.publish(kind, messages, deadline).await;
         if stream_missing {
             // A server that restarted without its store: the next attempt finds the stream.
             match self.declare_stream(kind).await {
