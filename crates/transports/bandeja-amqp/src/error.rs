@@ -1,8 +1,10 @@
 //! The errors of this crate. Each reaches the core as the `source` of a
-//! [`TransportError`] whose kind tells the dispatcher what to do: a broker that is down,
-//! refuses or returns a message is [`Unavailable`](bandeja_core::transport::TransportErrorKind::Unavailable)
+//! [`TransportError`] whose kind tells the dispatcher what to do: a broker that is down or
+//! does not confirm a message is [`Unavailable`](bandeja_core::transport::TransportErrorKind::Unavailable)
 //! (retried later without spending retries); options or a message this transport can never
-//! carry are [`Rejected`](bandeja_core::transport::TransportErrorKind::Rejected).
+//! carry, and a command no queue takes (returned unroutable), are
+//! [`Rejected`](bandeja_core::transport::TransportErrorKind::Rejected): they spend a retry
+//! each and end FAILED with the reason.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,8 +102,9 @@ pub enum AmqpError {
     /// The subscription was stopped (it does not reconnect any more).
     #[error("the AMQP subscription is stopped")]
     Stopped,
-    /// A mandatory message (a command) that no queue is bound for came back.
-    #[error("no queue is bound to `{routing_key}` on exchange `{exchange}` yet ({reply}): the consuming service has not subscribed")]
+    /// A mandatory message (a command) that no queue is bound for came back. Counts as a
+    /// failed attempt: retried with backoff, FAILED after `max-retries`.
+    #[error("no queue is bound to `{routing_key}` on exchange `{exchange}` ({reply}): no service consumes this topic — start the service whose `commands.topics` entry names it (with the same prefix and partition count), then retry the FAILED message")]
     Unroutable {
         /// The exchange.
         exchange: String,
@@ -137,6 +140,7 @@ impl AmqpError {
             AmqpError::InvalidOptions(_)
                 | AmqpError::NameTooLong { .. }
                 | AmqpError::Partition { .. }
+                | AmqpError::Unroutable { .. }
         )
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Confirms are awaited until the publish deadline the dispatcher passes (inside the rows'
 //! lease); a message not confirmed by then is unavailable (published again later; the
-//! inbox absorbs a copy).
+//! inbox absorbs a copy). A command that no queue takes comes back (`mandatory`): that is
+//! a refusal, so it spends a retry and ends FAILED with the reason after `max-retries`.
 
 use std::sync::Arc;
 

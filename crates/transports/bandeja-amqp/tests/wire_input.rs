@@ -277,7 +277,7 @@ async fn invalid_options_are_rejected_naming_the_option() {
         let error = AmqpTransport::connect(options)
             .await
             .expect_err("invalid options");
-        assert_eq!(error.kind, TransportErrorKind::Unavailable, "{error}");
+        assert_eq!(error.kind, TransportErrorKind::Rejected, "{error}");
         assert!(
             matches!(amqp_error(&error), AmqpError::InvalidOptions(_)),
             "{error:?}"
@@ -289,10 +289,10 @@ async fn invalid_options_are_rejected_naming_the_option() {
     }
 }
 
-/// A command for a topic no queue is bound to comes back: unavailable (retried later
-/// without spending retries), not Ok; once the consuming service subscribed, it goes.
+/// A command for a topic no queue is bound to comes back: rejected (a failed attempt, see
+/// `tests/unroutable.rs`), not Ok; once the consuming service subscribed, it goes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_nobody_consumes_yet_is_unavailable_until_a_queue_is_bound() {
+async fn a_command_nobody_consumes_yet_is_rejected_until_a_queue_is_bound() {
     let namespace = common::namespace();
     let transport = common::transport(&namespace).await;
     let command = tenant::sync_scope(TenantId::new("acme").expect("tenant"), || {
@@ -306,7 +306,7 @@ async fn a_command_nobody_consumes_yet_is_unavailable_until_a_queue_is_bound() {
         .publish(MessageKind::Command, std::slice::from_ref(&message), soon())
         .await;
     let error = results[0].as_ref().expect_err("returned");
-    assert_eq!(error.kind, TransportErrorKind::Unavailable, "{error}");
+    assert_eq!(error.kind, TransportErrorKind::Rejected, "{error}");
     assert!(
         matches!(amqp_error(error), AmqpError::Unroutable { routing_key, .. } if routing_key == "p2.billing-commands"),
         "{error:?}"
