@@ -77,6 +77,19 @@ pub enum AmqpError {
         /// The transport's partition count.
         partitions: u16,
     },
+    /// The system's partition count, recorded on the broker by the first service of this
+    /// prefix, differs from this process's.
+    #[error("this process is configured with {configured} partitions, but the services on prefix `{prefix}` use {declared} (recorded on the broker as the `x-max-length` of queue `{marker}`): set `partitions` to {declared} — every publisher and consumer of one system must agree; to change the count, stop every service and delete that queue first")]
+    PartitionMismatch {
+        /// The prefix.
+        prefix: String,
+        /// This process's partition count.
+        configured: u16,
+        /// The count the broker has.
+        declared: String,
+        /// The queue that records it.
+        marker: String,
+    },
     /// The broker negatively acknowledged a message (it could not store it).
     #[error("RabbitMQ did not take the message (nack) on exchange `{exchange}`")]
     Nacked {
@@ -141,6 +154,7 @@ impl AmqpError {
                 | AmqpError::NameTooLong { .. }
                 | AmqpError::Partition { .. }
                 | AmqpError::Unroutable { .. }
+                | AmqpError::PartitionMismatch { .. }
         )
     }
 }

@@ -122,6 +122,7 @@ impl Publisher {
     /// Connects (failing at once if the broker is unreachable) and declares the exchanges.
     pub(crate) async fn connect(settings: Arc<Settings>) -> Result<Publisher, AmqpError> {
         let session = Session::open(&settings).await?;
+        settings.check_partitions(&session.connection).await?;
         let retry = Retry::new(settings.options.reconnect_max_backoff);
         Ok(Publisher {
             settings,

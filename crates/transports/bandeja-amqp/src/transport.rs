@@ -32,7 +32,9 @@ impl std::fmt::Debug for AmqpTransport {
 impl AmqpTransport {
     /// Checks `options`, connects (an error at once if the broker is unreachable, after
     /// `connect_timeout` at most) and declares the exchanges `<prefix>.events` and
-    /// `<prefix>.commands` (direct, durable; idempotent).
+    /// `<prefix>.commands` (direct, durable; idempotent). Refuses to start when the services
+    /// already on this prefix use another partition count ([`AmqpError::PartitionMismatch`],
+    /// naming both counts).
     ///
     /// Errors: invalid options are [`Rejected`](bandeja_core::transport::TransportErrorKind::Rejected),
     /// an unreachable broker [`Unavailable`](bandeja_core::transport::TransportErrorKind::Unavailable);
