@@ -1,11 +1,15 @@
 //! Claiming a batch for a worker cycle, fairly: when several tenants have live rows, the
 //! batch is shared among them in rotation (seed 000: a task per active tenant), so one
 //! tenant's backlog never starves the others.
+//!
+//! A cycle's claims are one unit: if a later claim of the rotation fails, the rows the
+//! earlier ones took are released (back to PENDING, no retry spent) before the error is
+//! returned, instead of staying PROCESSING until their lease runs out.
 
 use crate::error::Result;
 use crate::record::{BoxKind, StoredMessage};
 use crate::runtime::Shared;
-use crate::store::{ClaimRequest, Store};
+use crate::store::{ClaimRequest, Outcome, Resolution, Store};
 use crate::tenant::TenantId;
 use crate::worker::Claimed;
 
@@ -80,7 +84,8 @@ pub(crate) async fn plan<S: Store>(shared: &Shared<S>, box_kind: BoxKind, slot: 
     }
 }
 
-/// Claims up to `batch-size` rows of `box_kind` under `token`.
+/// Claims up to `batch-size` rows of `box_kind` under `token`. On an error, nothing stays
+/// claimed: what the earlier claims of the cycle took is released first.
 pub(crate) async fn claim<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
@@ -91,10 +96,45 @@ pub(crate) async fn claim<S: Store>(
     let mut claimed = Vec::new();
     for part in &plan.parts {
         let request = plan.request(shared, box_kind, token, part);
-        claimed.extend(shared.store.claim(box_kind, &request).await?);
+        match shared.store.claim(box_kind, &request).await {
+            Ok(rows) => claimed.extend(rows),
+            Err(error) => {
+                release(shared, box_kind, token, &claimed).await;
+                return Err(error.into());
+            }
+        }
     }
     if !claimed.is_empty() {
         crate::fault::point("after-claim");
     }
     Ok(claimed)
+}
+
+/// Puts back the rows of a claim that failed part way (best effort: if this fails too,
+/// they return after their lease).
+async fn release<S: Store>(
+    shared: &Shared<S>,
+    box_kind: BoxKind,
+    token: &str,
+    claimed: &[StoredMessage],
+) {
+    if claimed.is_empty() {
+        return;
+    }
+    let outcomes: Vec<Outcome> = claimed
+        .iter()
+        .map(|message| Outcome {
+            id: message.record.id,
+            subscriber: message.subscriber.clone(),
+            resolution: Resolution::Release,
+        })
+        .collect();
+    match shared.store.resolve(box_kind, token, &outcomes).await {
+        Ok(()) => {
+            tracing::info!(box = %box_kind, released = outcomes.len(), "a claim failed part way: released what it had taken");
+        }
+        Err(error) => {
+            tracing::warn!(box = %box_kind, %error, rows = outcomes.len(), "a claim failed part way and releasing what it had taken failed too: those rows return after their lease");
+        }
+    }
 }

@@ -2,7 +2,9 @@
 //! whole path between services that share nothing but the broker (each has its own store):
 //! publish with acknowledgement, reception with dedup, redelivery after a consumer that
 //! stored but never acknowledged, per-key order, headers kept intact, commands routed by
-//! topic, bad bodies stored FAILED without blocking. Run it with
+//! topic, bad bodies stored FAILED without blocking; and the dispatcher's distrust of what
+//! it cannot check (a short result list, a claim failing part way, a lease too short for a
+//! publish, a deadline already past: [`dispatch`]). Run it with
 //! [`transport_conformance_tests!`](crate::transport_conformance_tests).
 
 use std::any::Any;
@@ -26,7 +28,18 @@ use crate::status::MessageStatus;
 use crate::store::{Inspect, ReceiveReport, RowView, Store};
 use crate::tenant::{self, TenantId};
 use crate::testing::eventually;
-use crate::transport::{wire, Outgoing, SubscribeRequest, Subscription, Transport, TransportError};
+use crate::transport::{
+    wire, Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
+};
+
+mod dispatch;
+mod flaky;
+
+pub use dispatch::{
+    a_batch_whose_lease_is_too_short_is_released_not_published,
+    a_claim_failing_part_way_releases_what_it_claimed, a_publish_past_its_deadline_is_unavailable,
+    a_transport_reporting_fewer_results_never_completes_the_unreported,
+};
 
 /// Generates one `#[tokio::test]` per transport check. `$store` is an async fn returning
 /// `(store, guard)` (a fresh migrated store per call: each service of a test gets its own);
@@ -45,6 +58,10 @@ macro_rules! transport_conformance_tests {
             headers_arrive_intact,
             commands_reach_the_service_their_topic_names,
             bad_bodies_are_stored_failed_and_do_not_block,
+            a_transport_reporting_fewer_results_never_completes_the_unreported,
+            a_claim_failing_part_way_releases_what_it_claimed,
+            a_batch_whose_lease_is_too_short_is_released_not_published,
+            a_publish_past_its_deadline_is_unavailable,
         );
     };
     (@tests $store:path, $transport:path; $($name:ident),* $(,)?) => {
@@ -339,8 +356,9 @@ impl Transport for FaultyTransport {
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
+        deadline: Instant,
     ) -> Vec<Result<(), TransportError>> {
-        self.inner.publish(kind, messages).await
+        self.inner.publish(kind, messages, deadline).await
     }
     async fn subscribe(
         &self,
@@ -669,7 +687,11 @@ pub async fn bad_bodies_are_stored_failed_and_do_not_block<S: Inspect>(h: Harnes
         .collect();
     for (n, outgoing) in outgoing.iter().enumerate() {
         let results = transport
-            .publish(MessageKind::Event, std::slice::from_ref(outgoing))
+            .publish(
+                MessageKind::Event,
+                std::slice::from_ref(outgoing),
+                Instant::now() + WAIT,
+            )
             .await;
         assert!(
             results.iter().all(Result::is_ok),

@@ -8,10 +8,12 @@ use crate::attempt;
 use crate::error::{FailureKind, Result};
 use crate::record::{BoxKind, MessageKind, StoredMessage};
 use crate::runtime::Shared;
-use crate::store::{Delivery, Outcome, Resolution, Store};
+use crate::store::{Delivery, Store};
 use crate::telemetry;
-use crate::transport::{routing, wire, Outgoing, TransportError, TransportErrorKind};
 use crate::worker::Claimed;
+
+use super::lease::Lease;
+use super::publish::publish;
 
 /// Runs one cycle on `box_kind` (an outbox). Returns how many rows were claimed.
 pub(crate) async fn cycle<S: Store>(
@@ -25,6 +27,7 @@ pub(crate) async fn cycle<S: Store>(
             return Ok(moved);
         }
     }
+    let lease = Lease::starting_now(shared.config.group(box_kind.group()));
     let claimed = crate::claim::claim(shared, box_kind, &token, claimed_slot).await?;
     if claimed.is_empty() {
         return Ok(0);
@@ -35,14 +38,25 @@ pub(crate) async fn cycle<S: Store>(
             move_to_inbox(shared, box_kind.kind(), &token, &claimed).await?;
             claimed.len()
         }
-        Some(_) => publish_pipelined(shared, box_kind, token, claimed, claimed_slot).await?,
+        Some(_) => {
+            let first = Batch {
+                token,
+                lease,
+                claimed,
+            };
+            publish_pipelined(shared, box_kind, first, claimed_slot).await?
+        }
     };
     claimed_slot.clear();
     Ok(count)
 }
 
-/// Concurrent publish calls a batch is split into (see `publish`).
-const PUBLISH_CHUNKS: usize = 4;
+/// A claimed batch: its claim token, its lease and its rows.
+struct Batch {
+    token: String,
+    lease: Lease,
+    claimed: Vec<StoredMessage>,
+}
 
 /// Batches one broker cycle claims ahead and publishes at once. Two: an ordered claim
 /// holds one message per key, so with few keys a third claim would scan the backlog for
@@ -57,21 +71,27 @@ const PIPELINED_BATCHES: usize = 2;
 async fn publish_pipelined<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
-    token: String,
-    claimed: Vec<StoredMessage>,
+    first: Batch,
     slot: &Claimed,
 ) -> Result<usize> {
-    let batch_size = shared.config.group(box_kind.group()).batch_size;
-    let mut batches = vec![(token, claimed)];
+    let config = shared.config.group(box_kind.group());
+    let mut batches = vec![first];
     while batches.len() < PIPELINED_BATCHES
-        && batches.last().is_some_and(|(_, b)| b.len() >= batch_size)
+        && batches
+            .last()
+            .is_some_and(|b| b.claimed.len() >= config.batch_size)
     {
         let token = shared.claim_token();
+        let lease = Lease::starting_now(config);
         match crate::claim::claim(shared, box_kind, &token, slot).await {
             Ok(next) if next.is_empty() => break,
             Ok(next) => {
                 slot.add(&token, &next);
-                batches.push((token, next));
+                batches.push(Batch {
+                    token,
+                    lease,
+                    claimed: next,
+                });
             }
             Err(error) => {
                 // Publish what is claimed; the next cycle claims again.
@@ -83,10 +103,10 @@ async fn publish_pipelined<S: Store>(
     let results = futures::future::join_all(
         batches
             .iter()
-            .map(|(token, batch)| publish(shared, box_kind, token, batch)),
+            .map(|b| publish(shared, box_kind, &b.token, &b.claimed, b.lease)),
     )
     .await;
-    let total = batches.iter().map(|(_, b)| b.len()).sum();
+    let total = batches.iter().map(|b| b.claimed.len()).sum();
     results.into_iter().collect::<Result<Vec<()>>>()?;
     Ok(total)
 }
@@ -185,113 +205,8 @@ async fn move_to_inbox<S: Store>(
     Ok(())
 }
 
-/// External transport: publish with acknowledgements, then write every outcome in one go.
-/// A command with no route fails at once (retrying cannot help); messages the broker did
-/// not take because it is unreachable go back to PENDING without spending a retry, and if
-/// none got through the cycle reports the outage so the worker backs off.
-async fn publish<S: Store>(
-    shared: &Shared<S>,
-    box_kind: BoxKind,
-    token: &str,
-    claimed: &[StoredMessage],
-) -> Result<()> {
-    let (Some(transport), Some(routing)) = (&shared.transport, &shared.routing) else {
-        return Ok(());
-    };
-    let config = shared.config.group(box_kind.group());
-    let partitions = transport.partitions();
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; claimed.len()];
-    let mut outgoing = Vec::with_capacity(claimed.len());
-    let mut sent = Vec::with_capacity(claimed.len());
-    for (index, message) in claimed.iter().enumerate() {
-        if let Some(outcome) = attempt::exhausted_by_crashes(message, config) {
-            outcomes[index] = Some(outcome);
-            continue;
-        }
-        match routing.address(&message.record) {
-            Ok(address) => {
-                outgoing.push(Outgoing {
-                    record: &message.record,
-                    address,
-                    partition: routing::partition_of(&message.record, partitions),
-                    body: wire::encode(&message.record, Some(routing.service())),
-                });
-                sent.push(index);
-            }
-            Err(no_route) => {
-                let _span = span(message).entered();
-                tracing::warn!(error = %no_route, "command not published");
-                outcomes[index] = Some(attempt::failure(
-                    message,
-                    config,
-                    FailureKind::Permanent,
-                    no_route.to_string(),
-                ));
-            }
-        }
-    }
-    // A broker that does not answer within the publish timeout counts as unavailable.
-    let timeout = config.handler_timeout.min(config.lock_at_most_for);
-    // A claim holds at most one message per key when ordering is on (later ones wait for
-    // it), so the batch can go out in concurrent chunks without reordering a key.
-    let chunk = if config.ordered {
-        outgoing.len().div_ceil(PUBLISH_CHUNKS).max(1)
-    } else {
-        outgoing.len().max(1)
-    };
-    let publishing = futures::future::join_all(
-        outgoing
-            .chunks(chunk)
-            .map(|part| transport.publish(box_kind.kind(), part)),
-    );
-    let results: Vec<_> = tokio::time::timeout(timeout, publishing)
-        .await
-        .map(|parts| parts.into_iter().flatten().collect())
-        .unwrap_or_default();
-    crate::fault::point("after-publish-before-mark");
-    let mut results = results.into_iter();
-    let mut unavailable = 0usize;
-    let mut last_outage = None;
-    for index in sent {
-        let message = &claimed[index];
-        let _span = span(message).entered();
-        let result = results.next().unwrap_or_else(|| {
-            Err(TransportError::unavailable(
-                "no acknowledgement within the publish timeout",
-            ))
-        });
-        outcomes[index] = Some(match result {
-            Ok(()) => {
-                tracing::debug!("published");
-                attempt::success(message)
-            }
-            Err(e) if e.kind == TransportErrorKind::Unavailable => {
-                tracing::debug!(error = %e, "transport unavailable: released");
-                unavailable += 1;
-                last_outage = Some(e);
-                Outcome {
-                    id: message.record.id,
-                    subscriber: None,
-                    resolution: Resolution::Release,
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "publish failed");
-                attempt::failure(message, config, FailureKind::Retriable, e.to_string())
-            }
-        });
-    }
-    let outcomes: Vec<Outcome> = outcomes.into_iter().flatten().collect();
-    shared.store.resolve(box_kind, token, &outcomes).await?;
-    telemetry::dispatched(box_kind, claimed, &outcomes);
-    match last_outage {
-        Some(outage) if unavailable == outgoing.len() => Err(outage.into()),
-        _ => Ok(()),
-    }
-}
-
 /// The tracing span of one publication.
-fn span(message: &StoredMessage) -> tracing::Span {
+pub(super) fn span(message: &StoredMessage) -> tracing::Span {
     let headers = &message.record.headers;
     tracing::info_span!(
         "bandeja.publish",

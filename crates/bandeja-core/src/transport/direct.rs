@@ -6,7 +6,8 @@
 //!
 //! Like a broker's durable consumer, one subscription per service receives a message (the
 //! first one subscribed); a command whose topic nobody consumes yet is not acknowledged
-//! (the dispatcher retries it later), an event nobody subscribes to is dropped.
+//! (the dispatcher retries it later), an event nobody subscribes to is dropped. A sink that
+//! has not stored a message by the publish deadline leaves it unacknowledged (unavailable).
 
 use std::sync::{Arc, Mutex};
 
@@ -14,7 +15,9 @@ use async_trait::async_trait;
 
 use crate::reception::InboxSink;
 use crate::record::MessageKind;
-use crate::transport::{Outgoing, SubscribeRequest, Subscription, Transport, TransportError};
+use crate::transport::{
+    Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
+};
 
 struct Subscribed {
     id: u64,
@@ -94,7 +97,14 @@ impl Transport for DirectTransport {
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
+        deadline: Instant,
     ) -> Vec<Result<(), TransportError>> {
+        if Instant::now() >= deadline {
+            return messages
+                .iter()
+                .map(|_| Err(TransportError::deadline()))
+                .collect();
+        }
         let routes = self.routes(kind, messages);
         let mut results: Vec<Result<(), TransportError>> = messages
             .iter()
@@ -126,9 +136,14 @@ impl Transport for DirectTransport {
                     .iter()
                     .map(|i| messages[*i].body.as_slice())
                     .collect();
-                if let Err(error) = sink.accept(kind, &bodies).await {
-                    for i in indexes {
-                        results[*i] = Err(TransportError::unavailable(error.to_string()));
+                let stored = tokio::time::timeout_at(deadline, sink.accept(kind, &bodies)).await;
+                for i in indexes {
+                    match &stored {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(error)) => {
+                            results[*i] = Err(TransportError::unavailable(error.to_string()));
+                        }
+                        Err(_) => results[*i] = Err(TransportError::deadline()),
                     }
                 }
             }

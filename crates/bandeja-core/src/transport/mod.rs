@@ -14,6 +14,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+pub use tokio::time::Instant;
 
 pub mod direct;
 pub mod routing;
@@ -84,7 +85,14 @@ pub trait Subscription: Send {
 
 /// A message broker adapter.
 ///
-/// Publishing: `Ok` only once the broker acknowledged the message (persisted). Receiving:
+/// Publishing: `Ok` only once the broker acknowledged the message (persisted), and never
+/// later than the `deadline` the dispatcher passes: it is shorter than what is left of the
+/// lease of the rows being published, so a result arrives while the rows are still this
+/// process's. A message not acknowledged by then is `Err` of kind
+/// [`TransportErrorKind::Unavailable`] (see [`PublishDeadline`]); the dispatcher releases
+/// it and publishes it again later (brokers drop the copy by message id, the receiving
+/// inbox dedups). The dispatcher checks what it gets: a missing result counts as
+/// unavailable, never as published. Receiving:
 /// hand bodies to the [`InboxSink`] and acknowledge only what it stored; keep each
 /// partition in order (never store a later message of a partition before an earlier one).
 #[async_trait]
@@ -98,11 +106,15 @@ pub trait Transport: Send + Sync + 'static {
         1
     }
 
-    /// Publishes a batch; one result per message, in order.
+    /// Publishes a batch; one result per message, in order, returned by `deadline` (waiting
+    /// for an acknowledgement past it is the dispatcher's loss: it gives up on the whole
+    /// call shortly after and counts every message of it unavailable). A deadline already
+    /// past: publish nothing, answer unavailable.
     async fn publish(
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
+        deadline: Instant,
     ) -> Vec<Result<(), TransportError>>;
 
     /// Declares what the subscription needs (durably, idempotently) and starts consuming,
@@ -114,7 +126,18 @@ pub trait Transport: Send + Sync + 'static {
     ) -> Result<Box<dyn Subscription>, TransportError>;
 }
 
+/// The broker did not acknowledge a message before the publish deadline (or the deadline
+/// had passed before it could be sent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no broker acknowledgement before the publish deadline (kept shorter than the rows' lease): the message goes back to PENDING and is published again; if this repeats, check the broker's health or raise `lock-at-most-for`")]
+pub struct PublishDeadline;
+
 impl TransportError {
+    /// A message not acknowledged before the publish deadline (unavailable).
+    pub fn deadline() -> Self {
+        TransportError::unavailable(PublishDeadline)
+    }
+
     /// An unavailable broker (retried later without spending retries).
     pub fn unavailable(source: impl Into<BoxError>) -> Self {
         TransportError {

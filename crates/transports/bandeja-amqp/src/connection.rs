@@ -119,6 +119,70 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// Checks that every service of this prefix uses this process's partition count: the
+    /// first one records it as the `x-max-length` of the durable, never-bound queue
+    /// `<prefix>.partitions` (RabbitMQ refuses a redeclaration with another value, which
+    /// is atomic across processes); a process with another count is refused here, at start.
+    pub(crate) async fn check_partitions(&self, connection: &Connection) -> Result<(), AmqpError> {
+        let prefix = &self.options.prefix;
+        let marker = names::partitions_marker(prefix)?;
+        let channel = connection
+            .create_channel()
+            .await
+            .map_err(|e| AmqpError::channel("open a channel", e))?;
+        let mut arguments = FieldTable::default();
+        arguments.insert(
+            "x-max-length".into(),
+            AMQPValue::LongLongInt(i64::from(self.options.partitions)),
+        );
+        if let Some(expires) = self.options.queue_expires {
+            let millis = i64::try_from(expires.as_millis()).unwrap_or(i64::MAX);
+            arguments.insert("x-expires".into(), AMQPValue::LongLongInt(millis));
+        }
+        let options = QueueDeclareOptions {
+            durable: true,
+            ..QueueDeclareOptions::default()
+        };
+        let declared = channel
+            .queue_declare(marker.clone(), options, arguments)
+            .await;
+        match declared {
+            Ok(_) => {
+                if let Err(error) = channel.close(200, "bandeja: checked".into()).await {
+                    tracing::debug!(%error, "closing the partition-check channel");
+                }
+                Ok(())
+            }
+            Err(error) => {
+                let text = error.to_string();
+                match declared_count(&text) {
+                    Some(declared) => Err(AmqpError::PartitionMismatch {
+                        prefix: prefix.clone(),
+                        configured: self.options.partitions,
+                        declared,
+                        marker: marker.to_string(),
+                    }),
+                    None => Err(AmqpError::channel(
+                        format!("declare queue `{marker}`"),
+                        error,
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// The count in RabbitMQ's refusal of a queue redeclared with another `x-max-length`
+/// ("inequivalent arg 'x-max-length' … but current is the value '8' of type 'long'").
+fn declared_count(refusal: &str) -> Option<String> {
+    let rest = refusal.split("inequivalent arg 'x-max-length'").nth(1)?;
+    let current = rest.split("current is").nth(1)?;
+    let value = current.split('\'').nth(1)?;
+    let value = value.trim_start_matches("the value ").trim();
+    (!value.is_empty() && value.bytes().all(|b| b.is_ascii_digit())).then(|| value.to_owned())
+}
+
 /// Closes a connection gracefully, or gives up (dropping it) after a short while.
 pub(crate) async fn close(connection: Connection) {
     if connection.status().connected() {
@@ -264,5 +328,23 @@ impl Retry {
     pub(crate) fn succeeded(&mut self) {
         self.backoff.reset();
         self.not_before = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_declared_count_is_read_from_the_refusal() {
+        let refusal = "PRECONDITION_FAILED - inequivalent arg 'x-max-length' for queue 'b.partitions' in vhost '/': received the value '4' of type 'long' but current is the value '8' of type 'long'";
+        assert_eq!(declared_count(refusal).as_deref(), Some("8"));
+        let older = "inequivalent arg 'x-max-length' for queue 'q' in vhost '/': received '4' but current is '16'";
+        assert_eq!(declared_count(older).as_deref(), Some("16"));
+        assert_eq!(
+            declared_count("inequivalent arg 'x-expires' for queue 'q'"),
+            None
+        );
+        assert_eq!(declared_count("connection reset"), None);
     }
 }

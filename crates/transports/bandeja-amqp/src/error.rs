@@ -1,8 +1,10 @@
 //! The errors of this crate. Each reaches the core as the `source` of a
-//! [`TransportError`] whose kind tells the dispatcher what to do: a broker that is down,
-//! refuses or returns a message is [`Unavailable`](bandeja_core::transport::TransportErrorKind::Unavailable)
+//! [`TransportError`] whose kind tells the dispatcher what to do: a broker that is down or
+//! does not confirm a message is [`Unavailable`](bandeja_core::transport::TransportErrorKind::Unavailable)
 //! (retried later without spending retries); options or a message this transport can never
-//! carry are [`Rejected`](bandeja_core::transport::TransportErrorKind::Rejected).
+//! carry, and a command no queue takes (returned unroutable), are
+//! [`Rejected`](bandeja_core::transport::TransportErrorKind::Rejected): they spend a retry
+//! each and end FAILED with the reason.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,6 +77,19 @@ pub enum AmqpError {
         /// The transport's partition count.
         partitions: u16,
     },
+    /// The system's partition count, recorded on the broker by the first service of this
+    /// prefix, differs from this process's.
+    #[error("this process is configured with {configured} partitions, but the services on prefix `{prefix}` use {declared} (recorded on the broker as the `x-max-length` of queue `{marker}`): set `partitions` to {declared} — every publisher and consumer of one system must agree; to change the count, stop every service and delete that queue first")]
+    PartitionMismatch {
+        /// The prefix.
+        prefix: String,
+        /// This process's partition count.
+        configured: u16,
+        /// The count the broker has.
+        declared: String,
+        /// The queue that records it.
+        marker: String,
+    },
     /// The broker negatively acknowledged a message (it could not store it).
     #[error("RabbitMQ did not take the message (nack) on exchange `{exchange}`")]
     Nacked {
@@ -100,8 +115,9 @@ pub enum AmqpError {
     /// The subscription was stopped (it does not reconnect any more).
     #[error("the AMQP subscription is stopped")]
     Stopped,
-    /// A mandatory message (a command) that no queue is bound for came back.
-    #[error("no queue is bound to `{routing_key}` on exchange `{exchange}` yet ({reply}): the consuming service has not subscribed")]
+    /// A mandatory message (a command) that no queue is bound for came back. Counts as a
+    /// failed attempt: retried with backoff, FAILED after `max-retries`.
+    #[error("no queue is bound to `{routing_key}` on exchange `{exchange}` ({reply}): no service consumes this topic — start the service whose `commands.topics` entry names it (with the same prefix and partition count), then retry the FAILED message")]
     Unroutable {
         /// The exchange.
         exchange: String,
@@ -137,6 +153,8 @@ impl AmqpError {
             AmqpError::InvalidOptions(_)
                 | AmqpError::NameTooLong { .. }
                 | AmqpError::Partition { .. }
+                | AmqpError::Unroutable { .. }
+                | AmqpError::PartitionMismatch { .. }
         )
     }
 }

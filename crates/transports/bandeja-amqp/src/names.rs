@@ -3,7 +3,9 @@
 //! - exchanges: `<prefix>.events` and `<prefix>.commands` (direct, durable);
 //! - routing keys: `p<N>.<address>` (partition, then the event type or command topic);
 //! - queues: `<prefix>.<service>.<events|commands>.p<N>`, one per partition of a consuming
-//!   service, bound with `p<N>.<address>` for each address it consumes.
+//!   service, bound with `p<N>.<address>` for each address it consumes;
+//! - `<prefix>.partitions`: a durable queue bound to nothing, whose `x-max-length` records
+//!   the partition count of the services of the prefix (see `Settings::check_partitions`).
 
 use bandeja_core::record::MessageKind;
 use bandeja_core::transport::routing;
@@ -44,6 +46,11 @@ pub(crate) fn queue(
             plural(kind)
         ),
     )
+}
+
+/// The queue recording the partition count of a prefix.
+pub(crate) fn partitions_marker(prefix: &str) -> Result<ShortString, AmqpError> {
+    short("queue name", format!("{prefix}.partitions"))
 }
 
 /// `name` as an AMQP short string (at most 255 bytes).

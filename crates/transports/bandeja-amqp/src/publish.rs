@@ -1,11 +1,16 @@
 //! The publishing side: one connection with one channel in confirm mode, shared by every
 //! caller (publishes are serialized, so one caller's messages leave in order), rebuilt on
 //! the next publish after it broke.
+//!
+//! Confirms are awaited until the publish deadline the dispatcher passes (inside the rows'
+//! lease); a message not confirmed by then is unavailable (published again later; the
+//! inbox absorbs a copy). A command that no queue takes comes back (`mandatory`): that is
+//! a refusal, so it spends a retry and ends FAILED with the reason after `max-retries`.
 
 use std::sync::Arc;
 
 use bandeja_core::record::{MessageKind, MessageRecord};
-use bandeja_core::transport::{Outgoing, TransportError};
+use bandeja_core::transport::{Instant, Outgoing, TransportError};
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Confirmation, Connection, PublisherConfirm};
@@ -117,6 +122,7 @@ impl Publisher {
     /// Connects (failing at once if the broker is unreachable) and declares the exchanges.
     pub(crate) async fn connect(settings: Arc<Settings>) -> Result<Publisher, AmqpError> {
         let session = Session::open(&settings).await?;
+        settings.check_partitions(&session.connection).await?;
         let retry = Retry::new(settings.options.reconnect_max_backoff);
         Ok(Publisher {
             settings,
@@ -127,30 +133,50 @@ impl Publisher {
         })
     }
 
-    /// Publishes every message, then awaits every confirmation: one result per message.
+    /// Publishes every message, then awaits every confirmation until `deadline`: one
+    /// result per message.
     pub(crate) async fn publish(
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
+        deadline: Instant,
     ) -> Vec<Result<(), TransportError>> {
+        let late = || {
+            messages
+                .iter()
+                .map(|_| Err(TransportError::deadline()))
+                .collect()
+        };
         if messages.is_empty() {
             return Vec::new();
         }
-        let lane = {
+        if Instant::now() >= deadline {
+            return late();
+        }
+        let lane = async {
             let mut state = self.state.lock().await;
-            match state.session(&self.settings).await {
-                Ok(session) => Lane {
-                    channel: session.channel.clone(),
-                    events: session.events.clone(),
-                    commands: session.commands.clone(),
-                },
-                Err(error) => {
-                    tracing::debug!(%error, "AMQP publish: broker unavailable");
-                    return messages.iter().map(|_| Err(error.clone().into())).collect();
-                }
-            }
+            state.session(&self.settings).await.map(|session| Lane {
+                channel: session.channel.clone(),
+                events: session.events.clone(),
+                commands: session.commands.clone(),
+            })
         };
-        let (results, broken) = send(&lane, self.settings.options.partitions, kind, messages).await;
+        let lane = match tokio::time::timeout_at(deadline, lane).await {
+            Ok(Ok(lane)) => lane,
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "AMQP publish: broker unavailable");
+                return messages.iter().map(|_| Err(error.clone().into())).collect();
+            }
+            Err(_) => return late(),
+        };
+        let (results, broken) = send(
+            &lane,
+            self.settings.options.partitions,
+            kind,
+            messages,
+            deadline,
+        )
+        .await;
         if let Some(error) = broken {
             tracing::warn!(%error, "AMQP publishing channel failed: the next publish reconnects");
             let mut state = self.state.lock().await;
@@ -175,6 +201,7 @@ async fn send(
     partitions: u16,
     kind: MessageKind,
     messages: &[Outgoing<'_>],
+    deadline: Instant,
 ) -> (Vec<Result<(), TransportError>>, Option<AmqpError>) {
     let exchange = match kind {
         MessageKind::Event => &session.events,
@@ -202,7 +229,7 @@ async fn send(
             }
         }
     }
-    let published = futures::future::join_all(keyed.iter().map(|(_, message, key)| {
+    let publishing = futures::future::join_all(keyed.iter().map(|(_, message, key)| {
         session.channel.basic_publish(
             exchange.clone(),
             key.clone(),
@@ -210,8 +237,14 @@ async fn send(
             &message.body,
             properties(message.record),
         )
-    }))
-    .await;
+    }));
+    let Ok(published) = tokio::time::timeout_at(deadline, publishing).await else {
+        // Not even handed to the connection in time: none of them counts.
+        for (index, _, _) in keyed {
+            results[index] = Some(Err(TransportError::deadline()));
+        }
+        return (finish(results), broken);
+    };
     for ((index, _, key), published) in keyed.into_iter().zip(published) {
         match published {
             Ok(confirm) => confirms.push((index, key, confirm)),
@@ -223,7 +256,11 @@ async fn send(
         }
     }
     for (index, key, confirm) in confirms {
-        let result = match confirm.await {
+        let Ok(confirmed) = tokio::time::timeout_at(deadline, confirm).await else {
+            results[index] = Some(Err(TransportError::deadline()));
+            continue;
+        };
+        let result = match confirmed {
             Ok(Confirmation::Ack(None)) => Ok(()),
             Ok(Confirmation::Ack(Some(returned))) => Err(AmqpError::Unroutable {
                 exchange: exchange.to_string(),
@@ -242,11 +279,15 @@ async fn send(
         };
         results[index] = Some(result.map_err(TransportError::from));
     }
-    let results = results
+    (finish(results), broken)
+}
+
+/// One result per message (a message without one was not confirmed).
+fn finish(results: Vec<Option<Result<(), TransportError>>>) -> Vec<Result<(), TransportError>> {
+    results
         .into_iter()
         .map(|result| result.unwrap_or_else(|| Err(AmqpError::NotConfirmed.into())))
-        .collect();
-    (results, broken)
+        .collect()
 }
 
 /// The routing key of a message, checked.

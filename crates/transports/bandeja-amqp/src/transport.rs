@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use bandeja_core::reception::InboxSink;
 use bandeja_core::record::MessageKind;
 use bandeja_core::transport::{
-    Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
+    Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
 };
 
 use crate::connection::Settings;
@@ -32,7 +32,9 @@ impl std::fmt::Debug for AmqpTransport {
 impl AmqpTransport {
     /// Checks `options`, connects (an error at once if the broker is unreachable, after
     /// `connect_timeout` at most) and declares the exchanges `<prefix>.events` and
-    /// `<prefix>.commands` (direct, durable; idempotent).
+    /// `<prefix>.commands` (direct, durable; idempotent). Refuses to start when the services
+    /// already on this prefix use another partition count ([`AmqpError::PartitionMismatch`],
+    /// naming both counts).
     ///
     /// Errors: invalid options are [`Rejected`](bandeja_core::transport::TransportErrorKind::Rejected),
     /// an unreachable broker [`Unavailable`](bandeja_core::transport::TransportErrorKind::Unavailable);
@@ -67,8 +69,9 @@ impl Transport for AmqpTransport {
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
+        deadline: Instant,
     ) -> Vec<Result<(), TransportError>> {
-        self.publisher.publish(kind, messages).await
+        self.publisher.publish(kind, messages, deadline).await
     }
 
     async fn subscribe(

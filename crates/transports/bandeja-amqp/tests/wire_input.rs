@@ -32,6 +32,11 @@ use lapin::options::{
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, ExchangeKind};
 
+/// A publish deadline far enough away for any test.
+fn soon() -> bandeja_core::transport::Instant {
+    bandeja_core::transport::Instant::now() + Duration::from_secs(30)
+}
+
 const WAIT: Duration = Duration::from_secs(60);
 
 /// The ids of the events a handler saw.
@@ -284,10 +289,10 @@ async fn invalid_options_are_rejected_naming_the_option() {
     }
 }
 
-/// A command for a topic no queue is bound to comes back: unavailable (retried later
-/// without spending retries), not Ok; once the consuming service subscribed, it goes.
+/// A command for a topic no queue is bound to comes back: rejected (a failed attempt, see
+/// `tests/unroutable.rs`), not Ok; once the consuming service subscribed, it goes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_nobody_consumes_yet_is_unavailable_until_a_queue_is_bound() {
+async fn a_command_nobody_consumes_yet_is_rejected_until_a_queue_is_bound() {
     let namespace = common::namespace();
     let transport = common::transport(&namespace).await;
     let command = tenant::sync_scope(TenantId::new("acme").expect("tenant"), || {
@@ -298,10 +303,10 @@ async fn a_command_nobody_consumes_yet_is_unavailable_until_a_queue_is_bound() {
     let message = outgoing(&record, "billing-commands", 2);
 
     let results = transport
-        .publish(MessageKind::Command, std::slice::from_ref(&message))
+        .publish(MessageKind::Command, std::slice::from_ref(&message), soon())
         .await;
     let error = results[0].as_ref().expect_err("returned");
-    assert_eq!(error.kind, TransportErrorKind::Unavailable, "{error}");
+    assert_eq!(error.kind, TransportErrorKind::Rejected, "{error}");
     assert!(
         matches!(amqp_error(error), AmqpError::Unroutable { routing_key, .. } if routing_key == "p2.billing-commands"),
         "{error:?}"
@@ -316,7 +321,7 @@ async fn a_command_nobody_consumes_yet_is_unavailable_until_a_queue_is_bound() {
         .await
         .expect("subscribe");
     let results = transport
-        .publish(MessageKind::Command, std::slice::from_ref(&message))
+        .publish(MessageKind::Command, std::slice::from_ref(&message), soon())
         .await;
     assert!(results[0].is_ok(), "{results:?}");
     eventually(WAIT, || async {
@@ -343,6 +348,7 @@ async fn a_routing_key_over_255_bytes_is_rejected_alone() {
                 outgoing(&b, long, 1),
                 outgoing(&c, "conformance.Ping", 3),
             ],
+            soon(),
         )
         .await;
     assert_eq!(results.len(), 3);
@@ -354,7 +360,11 @@ async fn a_routing_key_over_255_bytes_is_rejected_alone() {
         "{error:?}"
     );
     let beyond = transport
-        .publish(MessageKind::Event, &[outgoing(&a, "conformance.Ping", 4)])
+        .publish(
+            MessageKind::Event,
+            &[outgoing(&a, "conformance.Ping", 4)],
+            soon(),
+        )
         .await;
     assert!(
         matches!(&beyond[0], Err(e) if e.kind == TransportErrorKind::Rejected),
@@ -390,6 +400,7 @@ async fn publish_until_one_arrives(
                 .publish(
                     MessageKind::Event,
                     &[outgoing(&record, "conformance.Ping", partition)],
+                    soon(),
                 )
                 .await;
             if results[0].is_ok() {
@@ -421,6 +432,7 @@ async fn a_consumer_whose_queue_is_deleted_declares_it_again() {
         .publish(
             MessageKind::Event,
             &[outgoing(&before, "conformance.Ping", 1)],
+            soon(),
         )
         .await;
     assert!(results[0].is_ok(), "{results:?}");
@@ -472,6 +484,7 @@ async fn a_publisher_whose_exchange_is_deleted_declares_it_again() {
                 .publish(
                     MessageKind::Event,
                     &[outgoing(&record, "conformance.Ping", 0)],
+                    soon(),
                 )
                 .await;
             let ok = results[0].is_ok();
@@ -576,6 +589,7 @@ async fn publisher_and_consumers_reconnect_after_the_broker_closed_their_connect
         .publish(
             MessageKind::Event,
             &[outgoing(&before, "conformance.Ping", 2)],
+            soon(),
         )
         .await;
     assert!(results[0].is_ok(), "{results:?}");

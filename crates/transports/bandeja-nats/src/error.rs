@@ -82,6 +82,16 @@ pub enum NatsError {
         #[source]
         source: PublishError,
     },
+    /// The stream records another partition count than this process's.
+    #[error("this process is configured with {configured} partitions, but the stream `{stream}` was declared with {declared} (its description says `bandeja-partitions={declared}`): set `partitions` to {declared} — every publisher and consumer of one system must agree; to change the count, stop every service and recreate the streams")]
+    PartitionMismatch {
+        /// The stream.
+        stream: String,
+        /// This process's count.
+        configured: u16,
+        /// The count recorded on the stream.
+        declared: u16,
+    },
     /// A message for a partition this transport does not have.
     #[error("partition {partition} is out of range: this transport has {partitions} partitions")]
     Partition {
@@ -97,7 +107,9 @@ impl NatsError {
     /// to a refusal that will repeat (a message too large, a conflicting configuration).
     pub fn is_unavailable(&self) -> bool {
         match self {
-            NatsError::Options(_) | NatsError::Partition { .. } => false,
+            NatsError::Options(_)
+            | NatsError::Partition { .. }
+            | NatsError::PartitionMismatch { .. } => false,
             NatsError::Connect { source, .. } => !matches!(
                 source.kind(),
                 ConnectErrorKind::ServerParse

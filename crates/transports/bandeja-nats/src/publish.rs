@@ -1,11 +1,14 @@
 //! Publishing: every message sent first (pipelined), then every acknowledgement awaited at
-//! once; a message counts only when its `PubAck` arrived.
+//! once; a message counts only when its `PubAck` arrived before the publish deadline (the
+//! dispatcher keeps it inside the rows' lease). Past the deadline nothing more is sent and
+//! what is not acknowledged is unavailable (published again later; `Nats-Msg-Id` makes
+//! JetStream drop the copy).
 
 use async_nats::header::NATS_MESSAGE_ID;
 use async_nats::jetstream::context::{PublishAckFuture, PublishError, PublishErrorKind};
 use async_nats::jetstream::Context;
 use async_nats::{HeaderMap, HeaderValue};
-use bandeja_core::transport::{Outgoing, TransportError};
+use bandeja_core::transport::{Instant, Outgoing, TransportError};
 use bandeja_core::MessageKind;
 
 use crate::error::{stream_missing, NatsError};
@@ -31,25 +34,34 @@ pub(crate) struct Publisher<'a> {
 type Sent = Result<(String, PublishAckFuture), NatsError>;
 
 impl Publisher<'_> {
-    /// Publishes `messages`; one result per message, in order. Also says whether a stream
-    /// was missing (the caller declares the streams again).
+    /// Publishes `messages`; one result per message, in order, by `deadline`. Also says
+    /// whether a stream was missing (the caller declares the streams again).
     pub(crate) async fn publish(
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
+        deadline: Instant,
     ) -> (Vec<Result<(), TransportError>>, bool) {
-        let mut sent: Vec<Sent> = Vec::with_capacity(messages.len());
+        let mut sent: Vec<Option<Sent>> = Vec::with_capacity(messages.len());
         let mut outage: Option<PublishErrorKind> = None;
         for message in messages {
             if let Some(error) = outage {
                 // The client could not even queue the previous one: do not wait again per message.
-                sent.push(Err(NatsError::Publish {
+                sent.push(Some(Err(NatsError::Publish {
                     subject: self.names.subject(kind, message.partition, message.address),
                     source: PublishError::new(error),
-                }));
+                })));
                 continue;
             }
-            let result = self.send(kind, message).await;
+            if Instant::now() >= deadline {
+                sent.push(None);
+                continue;
+            }
+            let Ok(result) = tokio::time::timeout_at(deadline, self.send(kind, message)).await
+            else {
+                sent.push(None);
+                continue;
+            };
             if let Err(NatsError::Publish { source, .. }) = &result {
                 if matches!(
                     source.kind(),
@@ -58,22 +70,30 @@ impl Publisher<'_> {
                     outage = Some(source.kind());
                 }
             }
-            sent.push(result);
+            sent.push(Some(result));
         }
         let acknowledged = futures::future::join_all(sent.into_iter().map(|sent| async move {
-            let (subject, ack) = sent?;
-            match ack.await {
-                Ok(_) => Ok(()),
-                Err(source) => Err(NatsError::Publish { subject, source }),
+            let (subject, ack) = match sent? {
+                Ok(sent) => sent,
+                Err(error) => return Some(Err(error)),
+            };
+            match tokio::time::timeout_at(deadline, ack).await {
+                Ok(Ok(_)) => Some(Ok(())),
+                Ok(Err(source)) => Some(Err(NatsError::Publish { subject, source })),
+                Err(_) => None,
             }
         }))
         .await;
         let missing = acknowledged
             .iter()
-            .any(|result| result.as_ref().is_err_and(stream_missing));
+            .any(|result| matches!(result, Some(Err(error)) if stream_missing(error)));
         let results = acknowledged
             .into_iter()
-            .map(|result| result.map_err(TransportError::from))
+            .map(|result| match result {
+                Some(result) => result.map_err(TransportError::from),
+                // Not sent, or not acknowledged, before the deadline.
+                None => Err(TransportError::deadline()),
+            })
             .collect();
         (results, missing)
     }

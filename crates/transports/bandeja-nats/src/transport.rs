@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use bandeja_core::reception::InboxSink;
 use bandeja_core::transport::routing::token;
 use bandeja_core::transport::{
-    Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
+    Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
 };
 use bandeja_core::MessageKind;
 use tokio::sync::watch;
@@ -59,6 +59,8 @@ const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(1);
 impl NatsTransport {
     /// Checks `options`, connects (a server that is down is an error here; once connected,
     /// the client reconnects by itself for as long as it takes) and declares the two streams.
+    /// Refuses to start when the streams of this prefix were declared with another
+    /// partition count ([`NatsError::PartitionMismatch`], naming both counts).
     ///
     /// The error's source is a [`NatsError`].
     pub async fn connect(options: NatsOptions) -> Result<NatsTransport, TransportError> {
@@ -111,7 +113,12 @@ impl NatsTransport {
     }
 
     async fn declare_stream(&self, kind: MessageKind) -> Result<(), NatsError> {
-        let config = streams::config(&self.names, kind, self.options.max_age);
+        let config = streams::config(
+            &self.names,
+            kind,
+            self.options.max_age,
+            self.options.partitions,
+        );
         streams::declare(&self.jetstream, config).await
     }
 
@@ -128,7 +135,12 @@ impl NatsTransport {
         let batch_size = request.batch_size.max(1);
         Partition {
             jetstream: self.jetstream.clone(),
-            stream: streams::config(&self.names, kind, self.options.max_age),
+            stream: streams::config(
+                &self.names,
+                kind,
+                self.options.max_age,
+                self.options.partitions,
+            ),
             config: consumer_config(
                 Names::consumer(&request.service, kind, partition),
                 self.names.partition_filter(kind, partition),
@@ -160,13 +172,14 @@ impl Transport for NatsTransport {
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
+        deadline: Instant,
     ) -> Vec<Result<(), TransportError>> {
         let publisher = Publisher {
             jetstream: &self.jetstream,
             names: &self.names,
             partitions: self.options.partitions,
         };
-        let (results, stream_missing) = publisher.publish(kind, messages).await;
+        let (results, stream_missing) = publisher.publish(kind, messages, deadline).await;
         if stream_missing {
             // A server that restarted without its store: the next attempt finds the stream.
             match self.declare_stream(kind).await {

@@ -23,6 +23,11 @@ use bandeja_sqlite::SqliteStore;
 
 use common::{fresh_store, namespace, options, Streams, URL};
 
+/// A publish deadline far enough away for any test.
+fn soon() -> bandeja_core::transport::Instant {
+    bandeja_core::transport::Instant::now() + Duration::from_secs(30)
+}
+
 const WAIT: Duration = Duration::from_secs(30);
 
 /// Records the ids of the pings it handled.
@@ -240,7 +245,7 @@ async fn publish_one(
         body,
     };
     transport
-        .publish(MessageKind::Event, std::slice::from_ref(&outgoing))
+        .publish(MessageKind::Event, std::slice::from_ref(&outgoing), soon())
         .await
         .pop()
         .expect("one result")

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod blackhole;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
@@ -10,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bandeja_core::reception::InboxSink;
 use bandeja_core::transport::{
-    Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
+    Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
 };
 use bandeja_core::{MessageKind, Store};
 use bandeja_nats::{NatsOptions, NatsTransport};
@@ -138,8 +140,9 @@ impl Transport for Guarded {
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
+        deadline: Instant,
     ) -> Vec<Result<(), TransportError>> {
-        self.inner.publish(kind, messages).await
+        self.inner.publish(kind, messages, deadline).await
     }
     async fn subscribe(
         &self,
