@@ -7,6 +7,7 @@ mod decode;
 mod maintenance;
 mod queries;
 mod relay;
+mod staleness;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
