@@ -46,16 +46,28 @@ pub(crate) fn fail_stale(t: &str, inbox: bool, mode: CompletionMode) -> String {
     } else {
         ("''::text", "", "", "")
     };
-    // The window of a scope's status: what "recent" means for its candidates.
-    let cutoff = format!(
-        "{NOW} - (CASE WHEN s.status = 'PENDING' THEN $1 ELSE $3 END)::float8 * interval '1 second'"
-    );
-    let archived = if mode == CompletionMode::Archive {
+    // Whether the scope `s` moved since `cutoff`. One `EXISTS` per kind of evidence, each
+    // with a plain cutoff, so the planner can use the BRIN index on `completed_at` and the
+    // partial indexes on the live and FAILED rows.
+    let moved = |cutoff: &str| {
+        let archived = if mode == CompletionMode::Archive {
+            format!(
+                " OR EXISTS (SELECT 1 FROM {t}_archive x WHERE x.archived_at > {cutoff} {in_scope})"
+            )
+        } else {
+            String::new()
+        };
         format!(
-            " OR EXISTS (SELECT 1 FROM {t}_archive x WHERE x.archived_at > {cutoff} {in_scope})"
+            "EXISTS (SELECT 1 FROM {t} x WHERE x.completed_at > {cutoff} {in_scope}) \
+             OR EXISTS (SELECT 1 FROM {t} x WHERE x.status = 'PROCESSING' \
+                  AND (x.locked_until > {NOW} OR x.last_modified_at > {cutoff}) {in_scope}) \
+             OR EXISTS (SELECT 1 FROM {t} x WHERE x.status = 'PENDING' {worker_touched}) \
+             OR EXISTS (SELECT 1 FROM {t} x WHERE x.status = 'FAILED' {worker_touched}){archived}",
+            worker_touched = format!(
+                "AND x.last_modified_at > {cutoff} AND x.last_error IS NOT NULL \
+                 AND x.last_error <> $2::text AND x.last_error <> $4::text {in_scope}"
+            ),
         )
-    } else {
-        String::new()
     };
     let failed = format!(
         "status = 'FAILED', locked_by = NULL, locked_until = NULL, last_modified_at = {NOW}, \
@@ -80,13 +92,9 @@ pub(crate) fn fail_stale(t: &str, inbox: bool, mode: CompletionMode) -> String {
                   AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING')))), \
          s AS (SELECT DISTINCT status, scope FROM c), \
          moving AS ( \
-           SELECT s.status, s.scope FROM s WHERE \
-             EXISTS (SELECT 1 FROM {t} x WHERE x.completed_at > {cutoff} {in_scope}) \
-             OR EXISTS (SELECT 1 FROM {t} x WHERE x.status = 'PROCESSING' \
-                  AND (x.locked_until > {NOW} OR x.last_modified_at > {cutoff}) {in_scope}) \
-             OR EXISTS (SELECT 1 FROM {t} x WHERE x.status IN ('PENDING', 'FAILED') \
-                  AND x.last_modified_at > {cutoff} AND x.last_error IS NOT NULL \
-                  AND x.last_error <> $2::text AND x.last_error <> $4::text {in_scope}){archived}), \
+           SELECT s.status, s.scope FROM s WHERE s.status = 'PENDING' AND ({p_moved}) \
+           UNION ALL \
+           SELECT s.status, s.scope FROM s WHERE s.status = 'PROCESSING' AND ({q_moved})), \
          st AS ( \
            SELECT c.id, c.scope, c.status FROM c \
            WHERE NOT EXISTS (SELECT 1 FROM moving m WHERE m.status = c.status AND m.scope = c.scope)), \
@@ -95,6 +103,8 @@ pub(crate) fn fail_stale(t: &str, inbox: bool, mode: CompletionMode) -> String {
          SELECT (SELECT count(*) FROM p) AS pending, (SELECT count(*) FROM q) AS processing",
         c_due = pending_due("c"),
         c_gone = lease_gone("c"),
+        p_moved = moved(&format!("{NOW} - $1::float8 * interval '1 second'")),
+        q_moved = moved(&format!("{NOW} - $3::float8 * interval '1 second'")),
         p = update("PENDING", "$2", pending_due("b")),
         q = update("PROCESSING", "$4", lease_gone("b")),
     )
