@@ -193,6 +193,24 @@ mod tests {
     }
 
     #[test]
+    fn store_errors_of_bandejas_own_statements_agree() {
+        // The same codes make bandeja's own statements transient, plus a statement timeout
+        // (an overloaded database, for a claim or a resolve).
+        for code in ["40001", "40P01", "55P03", "08006", "53300", "57014"] {
+            let error = crate::sqlx_error("claim", db(code));
+            assert_eq!(error.kind, StoreErrorKind::Transient, "{code}");
+            assert!(in_chain(&error), "{code}");
+        }
+        for code in ["42601", "22012"] {
+            assert_eq!(
+                crate::sqlx_error("claim", db(code)).kind,
+                StoreErrorKind::Permanent,
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
     fn errors_that_are_not_the_databases_are_not_transient() {
         // A remote service resetting the connection is the handler's failure, not ours.
         assert!(!handler_chain(io::Error::from(
