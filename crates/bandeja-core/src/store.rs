@@ -402,8 +402,14 @@ pub trait Store: Clone + Send + Sync + 'static {
     }
 
     /// Staleness monitor: marks FAILED (with the request's reason in `last_error`) the
-    /// PENDING rows of a box due for longer than `request.pending` and the PROCESSING rows
-    /// claimed longer than `request.processing` ago. Default: an error (the monitor logs it).
+    /// stale rows of a box, those of a box that makes no progress. A row is stale when it
+    /// has been claimable for longer than its threshold (PENDING and due for longer than
+    /// `request.pending`; PROCESSING with a lease that ran out more than
+    /// `request.processing` ago — never one under a live lease), no older PENDING or
+    /// PROCESSING row of its partition key exists, and its box (for inboxes: the rows of
+    /// its subscriber) completed, claimed, renewed, retried or failed nothing within that
+    /// threshold (the monitor's own FAILs, recognised by the reasons, do not count).
+    /// Default: an error (the monitor logs it).
     async fn fail_stale(
         &self,
         box_kind: BoxKind,
@@ -455,9 +461,11 @@ impl RowKey {
 /// What the staleness monitor asks [`Store::fail_stale`] to do.
 #[derive(Debug, Clone, Copy)]
 pub struct StaleRequest<'a> {
-    /// PENDING rows due for longer than this are stale.
+    /// PENDING rows due for longer than this, in a box without progress for as long,
+    /// are stale.
     pub pending: Duration,
-    /// PROCESSING rows claimed longer ago than this are stale.
+    /// PROCESSING rows whose lease ran out longer ago than this, in a box without
+    /// progress for as long, are stale.
     pub processing: Duration,
     /// Written to `last_error` of stale PENDING rows.
     pub pending_reason: &'a str,

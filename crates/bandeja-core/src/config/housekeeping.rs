@@ -13,9 +13,10 @@
 //!   redelivered after it is a new message and is handled again (see
 //!   `docs/operations.md`).
 //! - `[staleness]` `enabled` (default `false`), `pending` (PT1H), `processing` (PT1H),
-//!   `interval` (PT1M): every `interval`, PENDING rows due for longer than `pending`
-//!   without being claimed and PROCESSING rows claimed longer than `processing` ago are
-//!   marked FAILED, with a reason naming the threshold.
+//!   `interval` (PT1M): every `interval`, in a box that made no progress for the
+//!   threshold, PENDING rows due for longer than `pending` that head their partition key
+//!   and PROCESSING rows whose lease ran out more than `processing` ago are marked FAILED,
+//!   with a reason naming the threshold (see `maintenance::staleness`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -117,12 +118,14 @@ impl CompletionModes {
 pub struct Staleness {
     /// Whether the monitor runs (`staleness.enabled`, default `false`).
     pub enabled: bool,
-    /// A PENDING row due for longer than this without being claimed is marked FAILED
+    /// A PENDING row due for longer than this without being claimed, heading its
+    /// partition key, in a box that completed nothing for as long, is marked FAILED
     /// (`staleness.pending`, default PT1H).
     pub pending: Duration,
-    /// A PROCESSING row claimed longer ago than this is marked FAILED
-    /// (`staleness.processing`, default PT1H; must exceed every `lock-at-most-for`, after
-    /// which an expired claim is taken over anyway).
+    /// A PROCESSING row whose lease ran out longer ago than this without being taken
+    /// over, in a box that made no progress for as long, is marked FAILED; one under a
+    /// live lease never is (`staleness.processing`, default PT1H; must exceed every
+    /// `lock-at-most-for`).
     pub processing: Duration,
     /// How often the monitor looks (`staleness.interval`, default PT1M).
     pub interval: Duration,

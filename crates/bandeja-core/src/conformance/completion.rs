@@ -362,13 +362,19 @@ pub async fn retention_task_purges_completed_rows_in_the_runtime<S: Inspect>(sto
 }
 
 /// Stale PENDING and PROCESSING rows become FAILED with the reason; younger rows, and
-/// rows in other statuses, are left alone.
+/// rows in other statuses, are left alone. The PROCESSING row's lease has run out (its
+/// worker died): a row under a live lease is never stale (see `conformance::staleness`).
 pub async fn staleness_marks_pending_and_processing_rows_failed_with_the_reason<S: Inspect>(
     store: S,
 ) {
     let records: Vec<_> = (0..2).map(|n| ping(n, &format!("k{n}"))).collect();
     emit(&store, &records).await;
-    let claimed = claim(&store, BoxKind::OutboxEvents, 1).await;
+    let mut expired = request("w", 1);
+    expired.lease = Duration::ZERO;
+    let claimed = store
+        .claim(BoxKind::OutboxEvents, &expired)
+        .await
+        .expect("claim");
     assert_eq!(claimed[0].record.id, records[0].id);
     let young = StaleRequest {
         pending: Duration::from_secs(3_600),

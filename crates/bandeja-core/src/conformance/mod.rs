@@ -15,6 +15,7 @@ use crate::tenant::TenantId;
 pub mod admin;
 pub mod completion;
 pub mod runtime;
+pub mod staleness;
 pub mod transport;
 
 /// The payload the suite emits.

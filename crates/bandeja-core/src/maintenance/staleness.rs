@@ -1,8 +1,14 @@
-//! The staleness monitor (seed 003): every `staleness.interval`, PENDING rows due for
-//! longer than `staleness.pending` and PROCESSING rows claimed longer than
-//! `staleness.processing` ago are marked FAILED with a reason naming the threshold, so
-//! nothing stays silently stuck: FAILED rows show in the counters and the dashboard and
-//! an operator can retry them.
+//! The staleness monitor (seed 003): every `staleness.interval` it asks the store to mark
+//! FAILED the rows of a box that makes no progress, so nothing stays silently stuck:
+//! FAILED rows show in the counters and the dashboard and an operator can retry them.
+//!
+//! It judges the box, not a row's age alone ([`Store::fail_stale`]): a row is stale only
+//! when it has been claimable for longer than its threshold (PENDING and due for longer
+//! than `staleness.pending`; PROCESSING with a lease that ran out longer than
+//! `staleness.processing` ago), it heads its partition key, and its box (for an inbox: its
+//! subscriber's rows) completed, claimed, renewed, retried or failed nothing within that
+//! threshold. A row waiting in a backlog that drains, behind an older live row of its key,
+//! or held under a live (renewed) lease is never failed.
 
 use tokio::sync::watch;
 
@@ -13,9 +19,10 @@ use crate::store::{StaleRequest, Store};
 /// The `last_error` of a stale PENDING row of `box_kind`.
 pub(crate) fn pending_reason(box_kind: BoxKind, settings: &Staleness) -> String {
     format!(
-        "stale: PENDING and due for longer than staleness.pending ({}) without being claimed; \
-         marked FAILED by the staleness monitor. Check that a worker runs for `{box_kind}` \
-         (and that no older message of the same partition key is stuck), then retry it",
+        "stale: PENDING and due for longer than staleness.pending ({}) without being claimed, \
+         while `{box_kind}` completed nothing for as long; marked FAILED by the staleness \
+         monitor. Check that a worker runs for `{box_kind}` (enabled, not crashing, its \
+         subscriber registered), then retry it",
         format_duration(settings.pending)
     )
 }
@@ -23,9 +30,10 @@ pub(crate) fn pending_reason(box_kind: BoxKind, settings: &Staleness) -> String 
 /// The `last_error` of a stale PROCESSING row of `box_kind`.
 pub(crate) fn processing_reason(box_kind: BoxKind, settings: &Staleness) -> String {
     format!(
-        "stale: PROCESSING for longer than staleness.processing ({}): its handler or publish \
-         hung, or its worker died and nobody took the claim over; marked FAILED by the \
-         staleness monitor. Check the `{box_kind}` worker and handler, then retry it",
+        "stale: PROCESSING with a lease that ran out more than staleness.processing ({}) ago \
+         and was never taken over, while `{box_kind}` made no progress: its worker died and \
+         no other runs; marked FAILED by the staleness monitor. Check the `{box_kind}` \
+         workers, then retry it",
         format_duration(settings.processing)
     )
 }

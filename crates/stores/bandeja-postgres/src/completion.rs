@@ -1,6 +1,6 @@
-//! The SQL that differs by completion mode (`delete`, `archive`) and the housekeeping
-//! statements (retention purge, staleness). In `update` mode the statements of `queries`
-//! are used unchanged.
+//! The SQL that differs by completion mode (`delete`, `archive`) and the retention purge
+//! (the staleness statement is in `staleness`). In `update` mode the statements of
+//! `queries` are used unchanged.
 //!
 //! Inbox dedup under `delete`/`archive`: every inbox insert first records `(id,
 //! subscriber)` in `<inbox>_dedup` (`ON CONFLICT DO NOTHING`); only pairs it recorded become
@@ -151,26 +151,6 @@ pub(crate) fn purge(t: &str, inbox: bool) -> String {
              LIMIT 10000)) \
            RETURNING 1){ledger} \
          SELECT (SELECT count(*) FROM gone){counted} AS n"
-    )
-}
-
-/// Staleness: `$1` PENDING threshold and `$3` PROCESSING threshold in seconds, `$2`/`$4`
-/// their reasons. Returns `(pending, processing)` counts of rows marked FAILED.
-pub(crate) fn fail_stale(t: &str) -> String {
-    let failed = format!(
-        "status = 'FAILED', locked_by = NULL, locked_until = NULL, last_modified_at = {NOW}, \
-         completed_at = NULL"
-    );
-    format!(
-        "WITH p AS ( \
-           UPDATE {t} SET {failed}, last_error = $2::text \
-           WHERE status = 'PENDING' AND next_attempt_at <= {NOW} - $1::float8 * interval '1 second' \
-           RETURNING 1), \
-         q AS ( \
-           UPDATE {t} SET {failed}, last_error = $4::text \
-           WHERE status = 'PROCESSING' AND last_modified_at <= {NOW} - $3::float8 * interval '1 second' \
-           RETURNING 1) \
-         SELECT (SELECT count(*) FROM p) AS pending, (SELECT count(*) FROM q) AS processing"
     )
 }
 

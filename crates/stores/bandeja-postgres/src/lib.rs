@@ -7,9 +7,11 @@ mod decode;
 mod maintenance;
 mod queries;
 mod relay;
+mod staleness;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod transient;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -138,20 +140,17 @@ fn index(box_kind: BoxKind) -> usize {
     }
 }
 
-/// SQLSTATEs that clear up by themselves: serialization failure, deadlock, lock not available,
-/// query canceled (statement timeout), admin/crash shutdown, cannot connect now, too many
-/// connections.
-const TRANSIENT_CODES: [&str; 8] = [
-    "40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "53300",
-];
+/// `query_canceled`: a statement timeout. Transient for bandeja's own statements (the
+/// database is overloaded), not for a handler's (see [`transient`]).
+const QUERY_CANCELED: &str = "57014";
 
 /// Maps a driver error to a [`StoreError`] of the right kind.
 pub(crate) fn sqlx_error(operation: &'static str, error: sqlx::Error) -> StoreError {
     let kind = match &error {
         sqlx::Error::Database(db) if db.is_unique_violation() => StoreErrorKind::Duplicate,
         sqlx::Error::Database(db) => match db.code().as_deref() {
-            Some(code) if TRANSIENT_CODES.contains(&code) || code.starts_with("08") => {
-                StoreErrorKind::Transient // class 08: connection exception
+            Some(code) if transient::is_transient_code(code) || code == QUERY_CANCELED => {
+                StoreErrorKind::Transient
             }
             // undefined table / invalid schema name: the migrations have not run.
             Some("42P01" | "3F000") => StoreErrorKind::Migration,

@@ -152,7 +152,7 @@ impl BoxQueries {
                 _ => completion::resolve(&t, inbox, mode),
             },
             purge: completion::purge(&t, inbox),
-            fail_stale: completion::fail_stale(&t),
+            fail_stale: crate::staleness::fail_stale(&t, inbox, mode),
             archived: completion::archived_rows(&t, box_kind),
             complete: format!(
                 "UPDATE {t} SET status = 'COMPLETED', locked_by = NULL, locked_until = NULL, \

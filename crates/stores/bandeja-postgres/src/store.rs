@@ -496,6 +496,12 @@ impl Store for PgStore {
         true
     }
 
+    /// Serialization failures, deadlocks, `lock_not_available` and lost connections,
+    /// anywhere in the error's source chain (see `transient`).
+    fn is_transient(&self, error: &(dyn std::error::Error + 'static)) -> bool {
+        crate::transient::in_chain(error)
+    }
+
     /// The store's wake-up signals; starts the `NOTIFY` relay if it is not running yet.
     fn wakers(&self) -> &Wakers {
         self.ensure_relay();

@@ -6,3 +6,9 @@ mod common;
 use common::fresh_store;
 
 bandeja_core::completion_conformance_tests!(fresh_store);
+
+/// The staleness suite: only a box that makes no progress has stale rows.
+mod staleness {
+    use super::fresh_store;
+    bandeja_core::staleness_conformance_tests!(fresh_store);
+}

@@ -1,5 +1,5 @@
-//! The SQL that differs by completion mode (`delete`, `archive`) and the housekeeping
-//! statements (retention purge, staleness). In `update` mode only the statements of
+//! The SQL that differs by completion mode (`delete`, `archive`) and the retention purge
+//! (the staleness statements are in `staleness`). In `update` mode only the statements of
 //! `queries` run.
 //!
 //! In `delete`/`archive` mode the resolve `UPDATE` runs as usual, then, in the same
@@ -99,21 +99,6 @@ pub(crate) fn purge_ledger(t: &str) -> String {
            WHERE d.received_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1) \
            AND NOT EXISTS (SELECT 1 FROM {t} AS b WHERE b.id = d.id AND b.subscriber = d.subscriber) \
            LIMIT 10000)"
-    )
-}
-
-/// Staleness: `?1` modifier (`-3600.000 seconds`), `?2` reason. `processing` picks the
-/// statement for PROCESSING rows (claimed that long ago) over PENDING ones (due that long).
-pub(crate) fn fail_stale(t: &str, processing: bool) -> String {
-    let (status, since) = if processing {
-        ("PROCESSING", "last_modified_at")
-    } else {
-        ("PENDING", "next_attempt_at")
-    };
-    format!(
-        "UPDATE {t} SET status = 'FAILED', last_error = ?2, locked_by = NULL, locked_until = NULL, \
-           last_modified_at = {NOW}, completed_at = NULL \
-         WHERE status = '{status}' AND {since} <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1)"
     )
 }
 

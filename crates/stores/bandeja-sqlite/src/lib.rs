@@ -4,6 +4,7 @@ mod admin;
 mod completion;
 mod decode;
 mod queries;
+mod staleness;
 mod store;
 
 use std::str::FromStr;

@@ -35,7 +35,8 @@ pub(crate) struct BoxQueries {
     /// Retention (`?1` modifier): COMPLETED rows, and the ledger of an inbox.
     pub(crate) purge: String,
     pub(crate) purge_ledger: Option<String>,
-    /// Staleness (`?1` modifier, `?2` reason): PENDING rows, PROCESSING rows.
+    /// Staleness (`?1` modifier, `?2` reason, `?3` the other reason): PENDING rows,
+    /// PROCESSING rows.
     pub(crate) stale_pending: String,
     pub(crate) stale_processing: String,
     /// Every row of `<box>_archive`.
@@ -120,8 +121,8 @@ impl BoxQueries {
             record_in_ledger: ledger.then(|| completion::record_in_ledger(t)),
             purge: completion::purge(t),
             purge_ledger: inbox.then(|| completion::purge_ledger(t)),
-            stale_pending: completion::fail_stale(t, false),
-            stale_processing: completion::fail_stale(t, true),
+            stale_pending: crate::staleness::fail_stale(t, inbox, mode, false),
+            stale_processing: crate::staleness::fail_stale(t, inbox, mode, true),
             archived: completion::archived_rows(box_kind),
         }
     }

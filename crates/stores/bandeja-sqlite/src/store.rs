@@ -507,21 +507,24 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| sqlx_error("begin the staleness check", e))?;
         let mut counts = Vec::with_capacity(2);
-        for (sql, threshold, reason) in [
+        for (sql, threshold, reason, other) in [
             (
                 &queries.stale_pending,
                 request.pending,
                 request.pending_reason,
+                request.processing_reason,
             ),
             (
                 &queries.stale_processing,
                 request.processing,
                 request.processing_reason,
+                request.pending_reason,
             ),
         ] {
             let done = sqlx::query(sql)
                 .bind(ago(threshold))
                 .bind(reason)
+                .bind(other)
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| sqlx_error("mark stale rows FAILED", e))?;

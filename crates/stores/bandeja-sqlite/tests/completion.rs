@@ -23,3 +23,9 @@ async fn fresh_store() -> (SqliteStore, TempDir) {
 }
 
 bandeja_core::completion_conformance_tests!(fresh_store);
+
+/// The staleness suite: only a box that makes no progress has stale rows.
+mod staleness {
+    use super::fresh_store;
+    bandeja_core::staleness_conformance_tests!(fresh_store);
+}
