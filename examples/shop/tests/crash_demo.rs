@@ -69,7 +69,19 @@ async fn a_killed_listener_resumes_after_restart_and_the_other_is_not_run_again(
     .await;
     assert_eq!(status, "COMPLETED");
     assert_eq!(
-        retry_count, 1,
+        retry_count, 0,
+        "a takeover is not a failed attempt: no retry spent"
+    );
+    let takeovers: i64 = sqlx::query_scalar(
+        "SELECT takeover_count FROM inbox_events WHERE aggregate_id = ? AND subscriber = ?",
+    )
+    .bind(id.to_string())
+    .bind("notification")
+    .fetch_one(&db)
+    .await
+    .expect("read the takeover count");
+    assert_eq!(
+        takeovers, 1,
         "the notification row was taken over once (its lease expired)"
     );
     assert_eq!(
