@@ -125,3 +125,65 @@ pub(crate) fn log_takeovers(claimed: &[StoredMessage]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            if let Ok(mut out) = self.0.lock() {
+                out.extend_from_slice(bytes);
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn taken_over(holder: Option<&str>, takeovers: u32) -> StoredMessage {
+        StoredMessage {
+            takeovers,
+            taken_over_from: holder.map(str::to_owned),
+            ..crate::record::claimed_row_for_tests()
+        }
+    }
+
+    #[test]
+    fn a_takeover_is_logged_at_warn_with_the_message_and_the_dead_holder() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let (taken, ordinary) = (taken_over(Some("host-1#2a.7"), 1), taken_over(None, 0));
+        tracing::subscriber::with_default(subscriber, || {
+            log_takeovers(&[taken.clone(), ordinary]);
+        });
+        let text = String::from_utf8(captured.0.lock().expect("log").clone()).expect("utf-8");
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("WARN"), "{text}");
+        assert!(text.contains(&taken.record.id.to_string()), "{text}");
+        assert!(text.contains("holder=host-1#2a.7"), "{text}");
+    }
+
+    #[test]
+    fn only_takeovers_past_max_takeovers_fail_the_row() {
+        let config = WorkerConfig::events_inbox_defaults();
+        assert_eq!(config.max_takeovers, 3);
+        assert!(exhausted_by_crashes(&taken_over(Some("w"), 3), &config).is_none());
+        let failed = exhausted_by_crashes(&taken_over(Some("w"), 4), &config);
+        assert!(
+            matches!(&failed, Some(Outcome { resolution: Resolution::Failed { retry_count: 0, error }, .. }) if error.contains("max-takeovers")),
+            "{failed:?}"
+        );
+    }
+}

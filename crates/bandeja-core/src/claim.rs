@@ -105,6 +105,7 @@ pub(crate) async fn claim<S: Store>(
         }
     }
     if !claimed.is_empty() {
+        crate::attempt::log_takeovers(&claimed);
         crate::fault::point("after-claim");
     }
     Ok(claimed)

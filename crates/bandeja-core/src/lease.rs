@@ -7,19 +7,24 @@
 //!
 //! - work starts only while at least a third of the lease is left ([`Lease::may_start`]):
 //!   with renewals working the lease never drops below two thirds, so less means renewals
-//!   are failing (the database is unreachable) and the row is released instead;
+//!   are failing (the database is unreachable) and the row is released instead; and only
+//!   on a row the last renewal renewed: a row it left out is no longer this worker's
+//!   (another took it over while renewals were failing), and is never started;
 //! - a handler still running when the lease is about to run out unrenewed
 //!   ([`Lease::running_out`]) is stopped and its row released, before another worker can
 //!   take it over: a handler never runs past its lease;
 //! - a completion is written only while the lease holds ([`Lease::holds`]).
 
+use std::collections::HashSet;
 use std::convert::Infallible;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::record::BoxKind;
+use crate::envelope::MessageId;
+use crate::record::{BoxKind, StoredMessage};
 use crate::store::Store;
 
 /// The lease of one cycle's rows.
@@ -27,6 +32,8 @@ pub(crate) struct Lease {
     length: Duration,
     /// Until when the lease surely holds.
     until: watch::Sender<Instant>,
+    /// The rows the last renewal renewed; `None` before the first: every row claimed.
+    held: Mutex<Option<HashSet<(MessageId, Option<String>)>>>,
 }
 
 impl Lease {
@@ -35,6 +42,7 @@ impl Lease {
         Lease {
             length,
             until: watch::Sender::new(claimed_at + length),
+            held: Mutex::new(None),
         }
     }
 
@@ -51,14 +59,33 @@ impl Lease {
         self.length / 10
     }
 
-    /// Whether new work may start under this lease: a third of it is left.
-    pub(crate) fn may_start(&self) -> bool {
+    /// Whether there is time to start new work under this lease: a third of it is left.
+    pub(crate) fn time_to_start(&self) -> bool {
         self.remaining() > self.length / 3
     }
 
-    /// Whether the lease still holds, with the margin.
-    pub(crate) fn holds(&self) -> bool {
+    /// Whether there is time to finish work under this lease (its margin is left).
+    pub(crate) fn time_to_finish(&self) -> bool {
         self.remaining() > self.margin()
+    }
+
+    /// Whether new work on `message` may start under this lease: there is time, and the
+    /// row is still this worker's.
+    pub(crate) fn may_start(&self, message: &StoredMessage) -> bool {
+        self.time_to_start() && self.still_held(message)
+    }
+
+    /// Whether the lease of `message` still holds, with the margin.
+    pub(crate) fn holds(&self, message: &StoredMessage) -> bool {
+        self.time_to_finish() && self.still_held(message)
+    }
+
+    /// Whether the last renewal (if any) renewed `message`'s row.
+    pub(crate) fn still_held(&self, message: &StoredMessage) -> bool {
+        self.held.lock().is_ok_and(|held| {
+            held.as_ref()
+                .is_none_or(|rows| rows.contains(&(message.record.id, message.subscriber.clone())))
+        })
     }
 
     /// Resolves when the lease is about to run out (within the margin) without having
@@ -99,8 +126,11 @@ impl Lease {
             let sent = Instant::now();
             match store.renew(box_kind, token, self.length).await {
                 Ok(rows) => {
+                    tracing::trace!(box = %box_kind, rows = rows.len(), "leases renewed");
+                    if let Ok(mut held) = self.held.lock() {
+                        *held = Some(rows.into_iter().collect());
+                    }
                     self.until.send_replace(sent + self.length);
-                    tracing::trace!(box = %box_kind, rows, "leases renewed");
                     next = sent + every;
                 }
                 Err(error) => {
@@ -134,7 +164,19 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_lease_runs_out_only_when_not_renewed() {
         let lease = Lease::new(Duration::from_secs(9), Instant::now());
-        assert!(lease.may_start() && lease.holds());
+        let (kept, lost) = (
+            crate::record::claimed_row_for_tests(),
+            crate::record::claimed_row_for_tests(),
+        );
+        assert!(lease.may_start(&kept) && lease.holds(&kept) && lease.may_start(&lost));
+        if let Ok(mut held) = lease.held.lock() {
+            *held = Some(HashSet::from([(kept.record.id, kept.subscriber.clone())]));
+        }
+        assert!(lease.may_start(&kept));
+        assert!(
+            !lease.may_start(&lost) && !lease.holds(&lost),
+            "a row the renewal left out is another worker's"
+        );
         tokio::time::advance(Duration::from_secs(5)).await;
         lease
             .until
@@ -146,6 +188,6 @@ mod tests {
             8.0,
             "the renewed lease, less its margin"
         );
-        assert!(!lease.may_start());
+        assert!(!lease.may_start(&kept));
     }
 }

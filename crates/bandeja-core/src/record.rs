@@ -472,6 +472,31 @@ impl StoredMessage {
     }
 }
 
+/// A claimed inbox row for the crate's unit tests: subscriber `s`, nothing failed yet.
+#[cfg(test)]
+pub(crate) fn claimed_row_for_tests() -> StoredMessage {
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Tested {
+        n: u64,
+    }
+    impl Payload for Tested {
+        const TYPE: &'static str = "test.Tested";
+    }
+    let event = crate::envelope::Event::new("Tested", "k", Tested { n: 1 });
+    StoredMessage {
+        record: MessageRecord::from_event(&event).expect("a valid event"),
+        box_kind: BoxKind::InboxEvents,
+        seq: 1,
+        subscriber: Some("s".into()),
+        status: MessageStatus::Processing,
+        retry_count: 0,
+        last_error: None,
+        delivery_count: 1,
+        takeovers: 0,
+        taken_over_from: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

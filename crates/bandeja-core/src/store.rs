@@ -194,14 +194,16 @@ pub trait Store: Clone + Send + Sync + 'static {
 
     /// Renews the lease of every row of the box that `worker_id` still holds (PROCESSING,
     /// `locked_by = worker_id`): `locked_until = now + lease`, in one statement. Workers
-    /// call it about every third of the lease while their work is in flight. Returns how
-    /// many rows it renewed.
+    /// call it about every third of the lease while their work is in flight. Returns the
+    /// `(id, subscriber)` of the rows it renewed: a row missing from it is no longer the
+    /// worker's (another took it over after its lease ran out), and no work may start on
+    /// it.
     async fn renew(
         &self,
         box_kind: BoxKind,
         worker_id: &str,
         lease: Duration,
-    ) -> Result<u64, StoreError>;
+    ) -> Result<Vec<(MessageId, Option<String>)>, StoreError>;
 
     /// In-process transport: in one transaction, inserts each delivery into the inbox of
     /// `kind` (one row per subscriber, dedup by `(id, subscriber)`) and applies `outcomes`

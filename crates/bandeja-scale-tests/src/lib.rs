@@ -129,7 +129,8 @@ pub async fn create_tables(pool: &PgPool, schema: &str) -> Result<(), sqlx::Erro
 }
 
 /// The configuration of a scale worker: the defaults, then for every group no initial
-/// delay, a poll every 200 ms, 1000 retries (random failures never exhaust them) with a
+/// delay, a poll every 200 ms, 1000 retries and 1000 takeovers (random failures and kills
+/// never exhaust them) with a
 /// backoff of 10 ms to 100 ms and a jitter of 0.2; `events.inbox` and `events.outbox` hold
 /// their claims for `lease` (`lock-at-most-for`; `lock-at-least-for` is lowered to it when
 /// larger, as validation requires).
@@ -141,6 +142,8 @@ pub fn worker_config(lease: Duration) -> Config {
         g.polling_initial_delay = Duration::ZERO;
         g.polling_interval = Duration::from_millis(200);
         g.max_retries = 1000;
+        // Random kills must never exhaust the takeovers either.
+        g.max_takeovers = 1000;
         g.retry_backoff_initial = Duration::from_millis(10);
         g.retry_backoff_max = Duration::from_millis(100);
         g.retry_jitter = 0.2;

@@ -190,10 +190,12 @@ async fn three_processes_one_killed_mid_batch_apply_every_effect_exactly_once() 
         fresh.status_summary().await
     );
 
-    // The rows the killed process held were taken over after their lease.
+    // The rows the killed process held were taken over after their lease: counted as a
+    // takeover, not as a failed attempt.
     let taken_over = inbox_keys(
         &fresh,
-        "SELECT id, subscriber FROM {s}.inbox_events WHERE retry_count >= 1 \
+        "SELECT id, subscriber FROM {s}.inbox_events WHERE takeover_count >= 1 \
+         AND retry_count = 0 \
          AND last_error LIKE 'lease of w-two%' AND last_error LIKE '%taken over%'",
     )
     .await;

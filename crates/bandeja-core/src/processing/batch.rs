@@ -153,7 +153,7 @@ impl<'m, S: Store> Chunk<'m, S> {
         if self.units.is_empty() {
             return (failures, Vec::new(), false);
         }
-        if !lease.may_start() {
+        if !lease.time_to_start() {
             failures.extend(self.take_rest().into_iter().map(run::release));
             return (failures, Vec::new(), false);
         }
@@ -177,10 +177,15 @@ impl<'m, S: Store> Chunk<'m, S> {
         let mut done: Vec<&'m StoredMessage> = Vec::new();
         let mut emitted: Vec<MessageRecord> = Vec::new();
         while let Some(unit) = self.take_next() {
-            if !lease.may_start() {
+            if !lease.time_to_start() {
                 failures.extend(unit.messages.iter().copied().map(run::release));
                 failures.extend(self.take_rest().into_iter().map(run::release));
                 break;
+            }
+            if !unit.messages.iter().all(|m| lease.still_held(m)) {
+                // Taken over while renewals were failing: no longer this worker's.
+                tracing::warn!("a row of the batch was taken over by another worker; not started");
+                continue;
             }
             let span = run::span(unit.messages[0]);
             let step = attempt(shared, box_kind, &mut tx, unit, &unit.messages, lease)
@@ -329,7 +334,7 @@ impl<'m, S: Store> Chunk<'m, S> {
         emitted: &[MessageRecord],
         mut failures: Vec<Outcome>,
     ) -> ChunkLeft<'m> {
-        if !lease.holds() {
+        if !lease.time_to_finish() {
             tracing::warn!("the lease of a batch ran out unrenewed before its commit: rolled back and released");
             failures.extend(done.into_iter().map(run::release));
             return (failures, Vec::new(), false);

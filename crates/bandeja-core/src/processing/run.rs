@@ -218,10 +218,11 @@ pub(crate) async fn run_handler<S: Store>(
         telemetry::trace::scope(handling, call),
     );
     let started = std::time::Instant::now();
+    // The lease first: a handler is not even polled once its lease is running out.
     let outcome = tokio::select! {
         biased;
-        outcome = tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()) => outcome,
         () = lease.running_out() => return Err(AttemptFailed::lease_running_out()),
+        outcome = tokio::time::timeout(timeout, AssertUnwindSafe(run).catch_unwind()) => outcome,
     };
     shared
         .pace

@@ -21,7 +21,7 @@ pub(crate) async fn handle_one<S: Store>(
     lease: &Lease,
     spent: u32,
 ) -> Option<Outcome> {
-    if !lease.may_start() {
+    if !lease.may_start(message) {
         // The lease could not be renewed lately: do not start what may not finish in it.
         return Some(run::release(message));
     }
@@ -86,6 +86,11 @@ async fn in_transaction<S: Store>(
         .begin()
         .await
         .map_err(|e| AttemptFailed::from_store(&e))?;
+    if !lease.may_start(message) {
+        // Getting a connection took long enough (an outage) for the lease to lapse or the
+        // row to be taken over.
+        return Err(AttemptFailed::lease_running_out());
+    }
     let emitted = run::run_handler(shared, &mut tx, box_kind, handler, &[message], lease).await?;
     match shared.store.transaction_usable(&mut tx).await {
         Ok(true) => {}
@@ -96,7 +101,7 @@ async fn in_transaction<S: Store>(
         }
         Err(error) => return Err(AttemptFailed::from_store(&error)),
     }
-    if !lease.holds() {
+    if !lease.holds(message) {
         // Rolled back: another worker may take the row over now.
         return Err(AttemptFailed::lease_running_out());
     }

@@ -56,7 +56,6 @@ pub(crate) async fn cycle<S: Store>(
     if claimed.is_empty() {
         return Ok(0);
     }
-    crate::attempt::log_takeovers(&claimed);
     claimed_slot.set(&token, &claimed);
     let lease = Lease::new(config.lock_at_most_for, claimed_at);
     let lane = Lane {

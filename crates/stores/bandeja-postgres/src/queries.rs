@@ -75,7 +75,8 @@ pub(crate) struct BoxQueries {
     pub(crate) archived: String,
     /// `$1` id, `$2` worker, `$3` subscriber.
     pub(crate) complete: String,
-    /// `$1` worker, `$2` lease in seconds: every row the worker still holds gets a new lease.
+    /// `$1` worker, `$2` lease in seconds: every row the worker still holds gets a new
+    /// lease; returns `(id, subscriber)` of each.
     pub(crate) renew: String,
     /// Every row by `seq`.
     pub(crate) rows: String,
@@ -166,7 +167,13 @@ impl BoxQueries {
             ),
             renew: format!(
                 "UPDATE {t} SET locked_until = {NOW} + $2::float8 * interval '1 second' \
-                 WHERE status = 'PROCESSING' AND locked_by = $1::text"
+                 WHERE status = 'PROCESSING' AND locked_by = $1::text \
+                 RETURNING id, {}",
+                if inbox {
+                    "subscriber"
+                } else {
+                    "NULL::text AS subscriber"
+                }
             ),
             tenants: format!(
                 "WITH RECURSIVE t AS ( \

@@ -303,14 +303,17 @@ impl Store for PgStore {
         box_kind: BoxKind,
         worker_id: &str,
         lease: std::time::Duration,
-    ) -> Result<u64, StoreError> {
-        sqlx::query(&self.queries(box_kind).renew)
+    ) -> Result<Vec<(MessageId, Option<String>)>, StoreError> {
+        let rows: Vec<(uuid::Uuid, Option<String>)> = sqlx::query_as(&self.queries(box_kind).renew)
             .bind(worker_id)
             .bind(seconds(lease))
-            .execute(self.lease_pool())
+            .fetch_all(self.lease_pool())
             .await
-            .map(|done| done.rows_affected())
-            .map_err(|e| sqlx_error("renew leases", e))
+            .map_err(|e| sqlx_error("renew leases", e))?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, subscriber)| (MessageId(id), subscriber))
+            .collect())
     }
 
     async fn transfer(

@@ -21,7 +21,8 @@ pub(crate) struct BoxQueries {
     pub(crate) tenants: String,
     pub(crate) floor: String,
     pub(crate) claim: String,
-    /// `?1` worker, `?2` lease modifier: every row the worker still holds gets a new lease.
+    /// `?1` worker, `?2` lease modifier: every row the worker still holds gets a new lease;
+    /// returns `(id, subscriber)` of each.
     pub(crate) renew: String,
     pub(crate) resolve: String,
     pub(crate) complete: String,
@@ -73,7 +74,8 @@ impl BoxQueries {
             floor: format!("SELECT min(seq) FROM {t} WHERE status IN ('PENDING', 'PROCESSING')"),
             renew: format!(
                 "UPDATE {t} SET locked_until = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?2) \
-                 WHERE status = 'PROCESSING' AND locked_by = ?1"
+                 WHERE status = 'PROCESSING' AND locked_by = ?1 RETURNING id, {}",
+                if inbox { "subscriber" } else { "NULL AS subscriber" }
             ),
             // ?1 = worker, ?2 = lease modifier ('+30.000 seconds'), ?3 = JSON array of seqs
             claim: format!(

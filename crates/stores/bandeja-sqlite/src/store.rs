@@ -303,14 +303,20 @@ impl Store for SqliteStore {
         box_kind: BoxKind,
         worker_id: &str,
         lease: std::time::Duration,
-    ) -> Result<u64, StoreError> {
-        sqlx::query(&self.queries(box_kind).renew)
+    ) -> Result<Vec<(MessageId, Option<String>)>, StoreError> {
+        let rows: Vec<(String, Option<String>)> = sqlx::query_as(&self.queries(box_kind).renew)
             .bind(worker_id)
             .bind(lease_modifier(lease))
-            .execute(self.pool())
+            .fetch_all(self.pool())
             .await
-            .map(|done| done.rows_affected())
-            .map_err(|e| sqlx_error("renew leases", e))
+            .map_err(|e| sqlx_error("renew leases", e))?;
+        rows.into_iter()
+            .map(|(id, subscriber)| {
+                id.parse::<MessageId>()
+                    .map(|id| (id, subscriber))
+                    .map_err(crate::decode::bad)
+            })
+            .collect()
     }
 
     async fn transfer(

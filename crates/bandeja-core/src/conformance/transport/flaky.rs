@@ -136,7 +136,7 @@ impl<S: Inspect> Store for Flaky<S> {
         box_kind: BoxKind,
         worker_id: &str,
         lease: Duration,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<Vec<(MessageId, Option<String>)>, StoreError> {
         self.inner.renew(box_kind, worker_id, lease).await
     }
     async fn transfer(
