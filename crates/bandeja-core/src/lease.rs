@@ -27,13 +27,16 @@ use crate::envelope::MessageId;
 use crate::record::{BoxKind, StoredMessage};
 use crate::store::Store;
 
+/// A row of a box: its message id and, in an inbox, its subscriber.
+type RowId = (MessageId, Option<String>);
+
 /// The lease of one cycle's rows.
 pub(crate) struct Lease {
     length: Duration,
     /// Until when the lease surely holds.
     until: watch::Sender<Instant>,
     /// The rows the last renewal renewed; `None` before the first: every row claimed.
-    held: Mutex<Option<HashSet<(MessageId, Option<String>)>>>,
+    held: Mutex<Option<HashSet<RowId>>>,
 }
 
 impl Lease {
