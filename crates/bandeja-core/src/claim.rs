@@ -47,15 +47,22 @@ impl Plan {
 
 /// How many rows a cycle claims at most: `batch-size`; for an inbox none of whose
 /// subscribers is measured fast (slow handlers, or none measured yet), no more than its
-/// free handler permits (at least one), so that a process never holds rows it cannot start
-/// while another could (see [`pace`](crate::processing::pace)).
+/// free handler permits and one wave of the handler concurrency, so that a process never
+/// holds many rows it cannot start while another could (see
+/// [`pace`](crate::processing::pace)).
 fn limit<S: Store>(shared: &Shared<S>, box_kind: BoxKind) -> usize {
     let batch = shared.config.group(box_kind.group()).batch_size;
     if !box_kind.is_inbox() || shared.pace.any_batched(box_kind) {
         return batch;
     }
+    // What it can start now, and one wave more to start as those end (so the handlers
+    // need not wait for the next claim).
+    let wave = crate::processing::worker::handlers_at_once(
+        shared.store.single_writer(),
+        shared.handler_concurrency,
+    );
     let free = shared.permits.of(box_kind).available_permits();
-    batch.min(free.max(1))
+    batch.min(free + wave)
 }
 
 /// The claims of this cycle: one for the whole batch, or a share per active tenant.

@@ -2,8 +2,8 @@
 //! sleep until the polling interval passes or a commit wakes it; stop claiming on shutdown
 //! and finish (or release) the batches in hand within `lock-at-most-for`. An inbox worker
 //! does not wait for stragglers: a cycle that has started every row it claimed and is older
-//! than the patience (see [`stragglers`](crate::processing::stragglers)) is left to finish
-//! beside the next cycles.
+//! than the patience (see [`stragglers`](crate::processing::stragglers)) — at once, when no
+//! subscriber of the inbox is measured fast — is left to finish beside the next cycles.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -274,7 +274,14 @@ pub(crate) async fn run<S: Store>(
         }
         let detachable = match (current, patience) {
             (Some((lane, began)), Some(patience)) if !free.is_empty() => {
-                Some((&slots[lane], began + patience))
+                // Slow handlers only (none measured fast): claim again as soon as every
+                // row has started, so the permits they free never wait for the slowest.
+                let wait = if shared.pace.any_batched(box_kind) {
+                    patience
+                } else {
+                    Duration::ZERO
+                };
+                Some((&slots[lane], began + wait))
             }
             _ => None,
         };
