@@ -32,6 +32,7 @@ use crate::transport::{
     wire, Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
 };
 
+pub mod blackhole;
 mod dispatch;
 mod flaky;
 

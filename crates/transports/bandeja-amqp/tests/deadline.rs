@@ -5,16 +5,8 @@
 
 mod common;
 
-use std::time::Duration;
-
 use bandeja_amqp::AmqpTransport;
-use bandeja_core::conformance::Ping;
-use bandeja_core::envelope::Event;
-use bandeja_core::record::{MessageKind, MessageRecord};
-use bandeja_core::transport::{
-    wire, Instant, Outgoing, PublishDeadline, Transport, TransportErrorKind,
-};
-use common::blackhole::BlackHole;
+use bandeja_core::conformance::transport::blackhole::{publish_returns_at_its_deadline, BlackHole};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirms_are_awaited_no_longer_than_the_deadline() {
@@ -26,52 +18,5 @@ async fn confirms_are_awaited_no_longer_than_the_deadline() {
     let transport = AmqpTransport::connect(options)
         .await
         .unwrap_or_else(|e| panic!("connect to RabbitMQ through the proxy: {e}"));
-    let records: Vec<MessageRecord> = (0..3)
-        .map(|n| {
-            MessageRecord::from_event(&Event::new("Ping", format!("k{n}"), Ping { n }))
-                .expect("record")
-        })
-        .collect();
-    let outgoing: Vec<Outgoing<'_>> = records
-        .iter()
-        .map(|record| Outgoing {
-            record,
-            address: &record.message_type,
-            partition: 0,
-            body: wire::encode(record, Some("orders")),
-        })
-        .collect();
-    let through = transport
-        .publish(
-            MessageKind::Event,
-            &outgoing[..1],
-            Instant::now() + Duration::from_secs(30),
-        )
-        .await;
-    assert!(
-        through[0].is_ok(),
-        "published through the proxy: {through:?}"
-    );
-
-    proxy.swallow();
-    let started = Instant::now();
-    let timeout = Duration::from_millis(500);
-    let publishing = transport.publish(MessageKind::Event, &outgoing, started + timeout);
-    let results = tokio::time::timeout(Duration::from_secs(10), publishing)
-        .await
-        .expect("the publish returned (it waited for the black hole)");
-    let took = started.elapsed();
-    assert!(
-        took >= timeout && took < timeout + Duration::from_secs(1),
-        "returned at the deadline, not after {took:?}"
-    );
-    assert_eq!(results.len(), 3);
-    for result in &results {
-        let error = result.as_ref().expect_err("no confirm from a black hole");
-        assert_eq!(error.kind, TransportErrorKind::Unavailable, "{error}");
-        assert!(
-            error.source.downcast_ref::<PublishDeadline>().is_some(),
-            "{error:?}"
-        );
-    }
+    publish_returns_at_its_deadline(&transport, &proxy).await;
 }

@@ -4,8 +4,6 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-pub mod blackhole;
-
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;

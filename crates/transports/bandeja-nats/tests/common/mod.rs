@@ -3,8 +3,6 @@
 
 #![allow(dead_code)]
 
-pub(crate) mod blackhole;
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
