@@ -127,7 +127,16 @@ impl Lease {
         loop {
             tokio::time::sleep_until(next).await;
             let sent = Instant::now();
-            match store.renew(box_kind, token, self.length).await {
+            let renewed = tokio::time::timeout(every, store.renew(box_kind, token, self.length))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(crate::error::StoreError::new(
+                        crate::error::StoreErrorKind::Transient,
+                        "renew leases",
+                        "no answer within a third of the lease",
+                    ))
+                });
+            match renewed {
                 Ok(rows) => {
                     tracing::trace!(box = %box_kind, rows = rows.len(), "leases renewed");
                     if let Ok(mut held) = self.held.lock() {

@@ -104,6 +104,17 @@ impl SavepointStep {
     }
 }
 
+/// What became of a handler's transaction (see [`Store::transaction_state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionState {
+    /// Open and healthy.
+    Open,
+    /// Aborted by a failed statement: nothing of it can commit.
+    Aborted,
+    /// Ended by the handler (`COMMIT` or `ROLLBACK`): its work may have committed.
+    Ended,
+}
+
 /// A route of the in-process transport: messages of `message_type` get an inbox row for
 /// `subscriber` (only those addressed to `tenant`, when set).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -259,14 +270,16 @@ pub trait Store: Clone + Send + Sync + 'static {
         ))
     }
 
-    /// Whether `tx` is still the open, healthy transaction it was when begun: a handler may
-    /// have ended it (`COMMIT`/`ROLLBACK` on its connection) or left it aborted (a failed
-    /// statement it caught). Checked after each handler on the one-message path, before
-    /// the message's completion is written into it (PostgreSQL would otherwise write the
-    /// completion in a transaction of its own). Default `Ok(true)`: the store cannot tell.
-    async fn transaction_usable(&self, tx: &mut Self::Tx) -> Result<bool, StoreError> {
+    /// What became of `tx` while a handler used it: still open and healthy, aborted (a
+    /// failed statement the handler caught: PostgreSQL then refuses everything until the
+    /// end of the transaction), or ended by the handler itself (`COMMIT`/`ROLLBACK` on its
+    /// connection). Checked after each handler on the one-message path, before its
+    /// emitted messages and its completion are written into it (PostgreSQL would
+    /// otherwise write them in transactions of their own). Default: `Open` (the store
+    /// cannot tell).
+    async fn transaction_state(&self, tx: &mut Self::Tx) -> Result<TransactionState, StoreError> {
         let _ = tx;
-        Ok(true)
+        Ok(TransactionState::Open)
     }
 
     /// A mark of the open transaction `tx` by which [`Store::committed`] can tell later,

@@ -38,6 +38,7 @@ macro_rules! runtime_conformance_tests {
             cycles_beside_a_straggler_share_the_handler_concurrency,
             handlers_slower_than_the_lease_run_once_each_under_renewed_leases,
             a_fast_subscriber_turned_slow_is_never_stopped_and_holds_up_nobody,
+            a_chunk_handing_over_never_waits_for_its_own_permit,
             per_handler_timeout_overrides_the_group_timeout,
             per_handler_timeout_mistakes_are_startup_errors,
             handler_emission_commits_with_the_handling_only,
@@ -862,6 +863,40 @@ pub async fn a_fast_subscriber_turned_slow_is_never_stopped_and_holds_up_nobody<
         "the slow one ran once, to the end"
     );
     assert_eq!(recorder.handled(), (0..40).collect::<Vec<_>>());
+    assert!(rows.iter().all(|r| r.message.retry_count == 0));
+}
+
+/// With one handler permit, a batched chunk whose first handler is slow (2 s, past the
+/// patience) hands the rest over; the chunk gives its permit back as soon as its own run
+/// ends, so the handed-over messages get it and complete (they never wait for a permit the
+/// chunk keeps while waiting for them).
+pub async fn a_chunk_handing_over_never_waits_for_its_own_permit<S: Inspect>(store: S) {
+    let recorder = Recorder::new(Behaviour::PauseOn(0, Duration::from_secs(2)));
+    let mut config = fast_config();
+    config.events_inbox.retry_backoff_initial = Duration::from_secs(1);
+    config.events_inbox.retry_backoff_max = Duration::from_secs(1);
+    config.events_inbox.handler_transaction = crate::config::HandlerTransaction::Batch;
+    let bandeja = Bandeja::builder(store.clone())
+        .config(config)
+        .handler_concurrency(1)
+        .on_event::<Ping, _>("s", recorder.clone())
+        .build()
+        .expect("build");
+    emit_pings(&store, 0..6, |n| format!("k{n}")).await;
+    let running = bandeja.start().await.expect("start");
+    let rows = wait_rows(
+        &store,
+        BoxKind::InboxEvents,
+        all(MessageStatus::Completed, 6),
+    )
+    .await;
+    running.shutdown().await;
+    assert_eq!(recorder.handled(), (0..6).collect::<Vec<_>>());
+    assert_eq!(
+        recorder.tries_of(0),
+        vec![0],
+        "the slow one ran once, to the end"
+    );
     assert!(rows.iter().all(|r| r.message.retry_count == 0));
 }
 

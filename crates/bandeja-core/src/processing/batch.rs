@@ -27,8 +27,8 @@ use tracing::Instrument;
 
 use crate::lease::Lease;
 use crate::processing::handler::ErasedHandler;
+use crate::processing::run::broken_by_handler;
 use crate::processing::run::{self, AttemptFailed};
-use crate::processing::single::broken_by_handler;
 use crate::record::{BoxKind, MessageRecord, StoredMessage};
 use crate::runtime::Shared;
 use crate::store::{Outcome, Resolution, SavepointStep, Store};
@@ -45,6 +45,7 @@ pub(crate) struct Chunk<'m, S: Store> {
     units: Vec<Unit<'m, S>>,
     /// The first unit not taken yet.
     next: Mutex<usize>,
+    began: Notify,
     finished: Notify,
 }
 
@@ -111,6 +112,7 @@ impl<'m, S: Store> Chunk<'m, S> {
         Chunk {
             units,
             next: Mutex::new(0),
+            began: Notify::new(),
             finished: Notify::new(),
         }
     }
@@ -135,6 +137,11 @@ impl<'m, S: Store> Chunk<'m, S> {
             .collect()
     }
 
+    /// Resolves when the chunk's run has begun (it holds its permit).
+    pub(crate) async fn began(&self) {
+        self.began.notified().await;
+    }
+
     /// Resolves when the chunk's run has ended.
     pub(crate) async fn finished(&self) {
         self.finished.notified().await;
@@ -148,6 +155,7 @@ impl<'m, S: Store> Chunk<'m, S> {
         token: &str,
         lease: &Lease,
     ) -> ChunkLeft<'m> {
+        self.began.notify_one();
         let _finishing = Finishing(&self.finished);
         let mut failures = Vec::new();
         if self.units.is_empty() {
@@ -191,15 +199,15 @@ impl<'m, S: Store> Chunk<'m, S> {
             let step = attempt(shared, box_kind, &mut tx, unit, &unit.messages, lease)
                 .instrument(span.clone())
                 .await;
-            let broken = match step {
+            // `Some((error, guilty, unattributed))` once the transaction is gone.
+            let mut broken: Option<(String, Guilty<'m>, bool)> = None;
+            match step {
                 Step::Done(records) => {
                     done.extend(unit.messages.iter().copied());
                     emitted.extend(records);
-                    None
                 }
                 // A group failed: find the culprit(s) by trying each message alone.
                 Step::Failed(_) if unit.messages.len() > 1 => {
-                    let mut broken = None;
                     for &message in &unit.messages {
                         match attempt(shared, box_kind, &mut tx, unit, &[message], lease)
                             .instrument(run::span(message))
@@ -213,39 +221,38 @@ impl<'m, S: Store> Chunk<'m, S> {
                                 failures.push(failed.outcome(shared, box_kind, message));
                             }
                             Step::Broken(guilty, error) => {
-                                let found = guilty.is_some();
-                                if let Some(failed) = guilty {
-                                    failures.push(failed.outcome(shared, box_kind, message));
+                                if guilty.is_none() {
+                                    done.push(message);
                                 }
-                                broken = Some((error, !found));
+                                broken = Some((error, guilty.map(|g| (message, g)), false));
                                 break;
                             }
                         }
                     }
-                    broken
                 }
                 Step::Failed(failed) => {
                     failures.push(failed.outcome(shared, box_kind, unit.messages[0]));
-                    None
                 }
                 Step::Broken(Some(failed), error) if unit.messages.len() == 1 => {
-                    failures.push(failed.outcome(shared, box_kind, unit.messages[0]));
-                    Some((error, false))
+                    broken = Some((error, Some((unit.messages[0], failed)), false));
                 }
-                Step::Broken(_, error) => {
-                    // A group, or not a handler's doing: each message runs again alone.
+                Step::Broken(guilty, error) => {
+                    // A group, or not a handler's doing (the connection): each message
+                    // runs again alone; only a group's failure is still to be attributed.
                     done.extend(unit.messages.iter().copied());
-                    Some((error, true))
+                    broken = Some((error, None, guilty.is_some()));
                 }
-            };
-            if let Some((error, unattributed)) = broken {
+            }
+            if let Some((error, guilty, unattributed)) = broken {
                 drop(tx);
-                let done: Vec<&'m StoredMessage> = done
-                    .into_iter()
-                    .filter(|m| !failures.iter().any(|f| same_row(f, m)))
-                    .collect();
+                let broke = Broke {
+                    mark,
+                    own_commit: false,
+                    guilty,
+                    error: &error,
+                };
                 let mut alone = self
-                    .after_break(shared, mark, done, &emitted, &mut failures, &error)
+                    .after_break(shared, broke, done, &emitted, &mut failures)
                     .await;
                 alone.extend(self.take_rest());
                 return (failures, alone, unattributed);
@@ -268,33 +275,52 @@ impl<'m, S: Store> Chunk<'m, S> {
     }
 
     /// After the chunk's transaction broke or failed to commit: what became of the work
-    /// of `done`, the messages handled in it. If it committed nonetheless (a handler ran
-    /// `COMMIT` itself, or a commit whose answer was lost), they are marked COMPLETED
-    /// (into `outcomes`); if it certainly did not, they are returned to run again alone;
-    /// if that cannot be known now (the database is unreachable), they go back to PENDING
-    /// after a short backoff through the guarded outcome write, which changes nothing if
-    /// they did commit. Never run twice on a guess.
+    /// of `done` (the messages handled in it) and of the guilty handler's, if one broke
+    /// it. If the transaction committed nonetheless (a handler ran `COMMIT` itself, or a
+    /// commit whose answer was lost), `done` is marked COMPLETED and the guilty message
+    /// FAILED (its work is in: running it again would apply it twice); if it certainly did
+    /// not, `done` is returned to run again alone and the guilty one retried; if that
+    /// cannot be known now, `done` goes back to PENDING through the guarded outcome write
+    /// (which changes nothing if it did commit) as a bounded transient conflict, and the
+    /// guilty one is FAILED. Never run twice on a guess.
     async fn after_break(
         &self,
         shared: &Shared<S>,
-        mark: Option<i64>,
+        broke: Broke<'_, 'm>,
         done: Vec<&'m StoredMessage>,
         emitted: &[MessageRecord],
         outcomes: &mut Vec<Outcome>,
-        error: &str,
     ) -> Vec<&'m StoredMessage> {
-        if done.is_empty() {
+        let Broke {
+            mark,
+            own_commit,
+            guilty,
+            error,
+        } = broke;
+        let done: Vec<&'m StoredMessage> = done
+            .into_iter()
+            .filter(|m| !outcomes.iter().any(|f| same_row(f, m)))
+            .collect();
+        if done.is_empty() && guilty.is_none() {
             return Vec::new();
         }
-        // A store without marks (SQLite) answers a failed commit with certainty: it did
-        // not commit.
         let committed = match mark {
-            None => Some(false),
+            // The chunk's own commit refused by the database (a constraint, a conflict):
+            // it certainly did not commit. What a handler did to the transaction, or a
+            // commit whose answer was lost, only the mark can tell.
+            _ if own_commit => Some(false),
+            None => None,
             Some(mark) => shared.store.committed(mark).await.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "could not learn whether a broken batch transaction committed");
                 None
             }),
         };
+        if let Some((message, failed)) = guilty {
+            outcomes.push(match committed {
+                Some(false) => failed.outcome(shared, message.box_kind, message),
+                _ => ended_by_handler(message, committed, &failed.error),
+            });
+        }
         match committed {
             Some(true) => {
                 tracing::warn!(%error, completed = done.len(), "the batch transaction broke after it committed (a handler committed it itself, or the commit's answer was lost): its messages are COMPLETED");
@@ -308,13 +334,14 @@ impl<'m, S: Store> Chunk<'m, S> {
             }
             None => {
                 tracing::warn!(%error, "the batch transaction broke and whether it committed is unknown; its messages go back to PENDING unless they committed");
-                let config = shared.config.group(done[0].box_kind.group());
                 outcomes.extend(done.into_iter().map(|m| {
-                    crate::attempt::transient(
-                        m,
-                        config,
-                        format!("batch transaction failed: {error}"),
-                    )
+                    AttemptFailed {
+                        kind: crate::error::FailureKind::Retriable,
+                        transient: true,
+                        error: format!("batch transaction failed: {error}"),
+                        release: false,
+                    }
+                    .outcome(shared, m.box_kind, m)
                 }));
                 Vec::new()
             }
@@ -366,17 +393,17 @@ impl<'m, S: Store> Chunk<'m, S> {
                 // Nothing was committed: the transaction is dropped (rolled back).
                 tracing::warn!(%error, "could not mark a batch COMPLETED; its messages run again alone");
                 drop(tx);
+                let text = error.to_string();
+                let broke = Broke {
+                    mark,
+                    own_commit: !error.is_transient(),
+                    guilty: None,
+                    error: &text,
+                };
                 let alone = self
-                    .after_break(
-                        shared,
-                        mark,
-                        done,
-                        emitted,
-                        &mut failures,
-                        &error.to_string(),
-                    )
+                    .after_break(shared, broke, done, emitted, &mut failures)
                     .await;
-                return (failures, alone, true);
+                return (failures, alone, !error.is_transient());
             }
         }
         match shared.store.commit(tx).await {
@@ -391,19 +418,57 @@ impl<'m, S: Store> Chunk<'m, S> {
             Err(error) => {
                 // A deferred constraint, a serialization failure: whose, only a commit of
                 // each alone can tell. A lost connection: maybe it did commit.
+                let text = error.to_string();
+                let broke = Broke {
+                    mark,
+                    own_commit: !error.is_transient(),
+                    guilty: None,
+                    error: &text,
+                };
                 let alone = self
-                    .after_break(
-                        shared,
-                        mark,
-                        done,
-                        emitted,
-                        &mut failures,
-                        &error.to_string(),
-                    )
+                    .after_break(shared, broke, done, emitted, &mut failures)
                     .await;
-                (failures, alone, true)
+                (failures, alone, !error.is_transient())
             }
         }
+    }
+}
+
+/// The message whose handler broke the chunk's transaction, and how its attempt failed.
+type Guilty<'m> = Option<(&'m StoredMessage, AttemptFailed)>;
+
+/// How a chunk's transaction broke, for [`Chunk::after_break`].
+struct Broke<'e, 'm> {
+    /// Its mark ([`Store::transaction_mark`]), if the store has marks.
+    mark: Option<i64>,
+    /// Whether the chunk's own `COMMIT` (or completion write) was refused by the database
+    /// (not a lost connection): then it certainly did not commit.
+    own_commit: bool,
+    /// The handler that broke it, and how its attempt failed.
+    guilty: Guilty<'m>,
+    error: &'e str,
+}
+
+/// The outcome of a message whose handler ended the batch's transaction, when that
+/// transaction committed (`Some(true)`) or may have: FAILED, since running it again could
+/// apply its work twice.
+fn ended_by_handler(message: &StoredMessage, committed: Option<bool>, error: &str) -> Outcome {
+    let fate = if committed == Some(true) {
+        "the transaction committed, with this handler's work"
+    } else {
+        "whether the transaction committed cannot be known"
+    };
+    Outcome {
+        id: message.record.id,
+        subscriber: message.subscriber.clone(),
+        resolution: Resolution::Failed {
+            retry_count: message.retry_count,
+            error: format!(
+                "{error} ({fate}: not run again automatically, so that its work is not \
+                 applied twice; fix the handler, then retry the message if its work must run \
+                 again)"
+            ),
+        },
     }
 }
 
@@ -432,6 +497,12 @@ async fn attempt<S: Store>(
         Err(failed) => Ok(failed),
     };
     let rolled_back = shared.store.savepoint(tx, SavepointStep::RollBack).await;
+    if let Err(rollback) = &rolled_back {
+        if rollback.is_transient() {
+            // The connection, not the handler.
+            return Step::Broken(None, rollback.to_string());
+        }
+    }
     match (released, rolled_back) {
         (Ok(failed), Ok(())) => Step::Failed(failed),
         (Err(release), Ok(())) => {

@@ -38,7 +38,13 @@ struct Measured {
     calls: u32,
     /// Seconds per message, moving average.
     average: f64,
+    /// When it was last measured.
+    last: std::time::Instant,
 }
+
+/// How long a measurement counts for [`Pace::any_batched`]: a fast subscriber that has
+/// not run for this long no longer keeps its inbox claiming full batches.
+const RECENT: Duration = Duration::from_secs(60);
 
 /// The measured handler times of the two inboxes, by subscriber.
 #[derive(Default)]
@@ -68,6 +74,7 @@ impl Pace {
             Some(measured) => {
                 measured.calls = measured.calls.saturating_add(1);
                 measured.average += WEIGHT * (per_message - measured.average);
+                measured.last = std::time::Instant::now();
             }
             None => {
                 inbox.insert(
@@ -75,6 +82,7 @@ impl Pace {
                     Measured {
                         calls: 1,
                         average: per_message,
+                        last: std::time::Instant::now(),
                     },
                 );
             }
@@ -94,13 +102,15 @@ impl Pace {
 
 impl Pace {
     /// Whether any subscriber of `box_kind`'s inbox is measured fast (fast enough to run
-    /// batched). When none is, an inbox claims no more rows than it has free handler
+    /// batched) and ran within the last minute. When none is, an inbox claims no more rows than it has free handler
     /// permits: a row claimed only to wait for a permit is a row another process could be
     /// handling.
     pub(crate) fn any_batched(&self, box_kind: BoxKind) -> bool {
         self.inboxes.lock().is_ok_and(|inboxes| {
             inboxes[inbox_index(box_kind)].values().any(|measured| {
-                measured.calls >= WARM_UP && measured.average <= BATCH_AT_MOST.as_secs_f64()
+                measured.calls >= WARM_UP
+                    && measured.average <= BATCH_AT_MOST.as_secs_f64()
+                    && measured.last.elapsed() < RECENT
             })
         })
     }

@@ -14,7 +14,7 @@ use crate::lease::Lease;
 use crate::processing::handler::{ErasedHandler, HandlerContext};
 use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
 use crate::runtime::Shared;
-use crate::store::{Outcome, Store};
+use crate::store::{Outcome, Store, TransactionState};
 use crate::telemetry;
 use crate::tenant;
 
@@ -252,6 +252,10 @@ pub(crate) async fn run_handler<S: Store>(
         Ok(Ok(Ok(()))) => {}
     }
     let mut emitted = ctx.take_emitted();
+    if !emitted.is_empty() {
+        // Written into a transaction the handler ended, they would commit on their own.
+        check_transaction(shared, tx).await?;
+    }
     for record in &mut emitted {
         telemetry::trace::stamp(&mut record.headers, Some(handling));
     }
@@ -268,6 +272,58 @@ pub(crate) async fn run_handler<S: Store>(
         }
     }
     Ok(emitted)
+}
+
+/// The error of a transaction that could not complete after its handler returned `Ok`:
+/// the handler's fault (a statement inside it failed and it went on, or it ended the
+/// transaction itself), said so with what to do.
+pub(crate) fn broken_by_handler(step: &str, error: &crate::error::StoreError) -> AttemptFailed {
+    let mut failed = AttemptFailed::from_store(error);
+    if failed.transient {
+        // A conflict or a lost connection: not the handler's doing.
+        return failed;
+    }
+    failed.error = handler_broke_it(&format!("could not {step}: {error}"));
+    failed
+}
+
+/// What to tell the author of a handler whose transaction `what` after it returned `Ok`.
+fn handler_broke_it(what: &str) -> String {
+    format!(
+        "the handler returned Ok, but its transaction {what}. A statement \
+         inside the handler failed and the handler went on (on PostgreSQL that aborts the \
+         whole transaction), or the handler committed or rolled back the transaction itself. \
+         Run a statement that may fail inside a savepoint of its own (SAVEPOINT / ROLLBACK TO \
+         SAVEPOINT), or avoid the error (INSERT … ON CONFLICT DO NOTHING); never commit or \
+         roll back the handler's transaction: bandeja commits it with the message's \
+         completion"
+    )
+}
+
+/// Fails the attempt if the handler left its transaction aborted or ended it itself (see
+/// [`Store::transaction_state`]): aborted, it is retried (nothing of it committed); ended,
+/// it is FAILED, since its work may have committed and running it again could apply it
+/// twice.
+pub(crate) async fn check_transaction<S: Store>(
+    shared: &Shared<S>,
+    tx: &mut S::Tx,
+) -> Result<(), AttemptFailed> {
+    match shared.store.transaction_state(tx).await {
+        Ok(TransactionState::Open) => Ok(()),
+        Ok(TransactionState::Aborted) => Err(AttemptFailed::retriable(handler_broke_it(
+            "was aborted by a statement that failed inside the handler",
+        ))),
+        Ok(TransactionState::Ended) => Err(AttemptFailed {
+            kind: FailureKind::Permanent,
+            transient: false,
+            error: handler_broke_it(
+                "was ended by the handler itself (its work may have committed, so it is not \
+                 run again automatically: fix the handler, then retry the message)",
+            ),
+            release: false,
+        }),
+        Err(error) => Err(AttemptFailed::from_store(&error)),
+    }
 }
 
 /// Counts what committed handlers emitted and wakes the dispatchers of it.

@@ -47,32 +47,6 @@ pub(crate) async fn handle_one<S: Store>(
     .await
 }
 
-/// The error of a transaction that could not complete after its handler returned `Ok`:
-/// the handler's fault (a statement inside it failed and it went on, or it ended the
-/// transaction itself), said so with what to do.
-pub(crate) fn broken_by_handler(step: &str, error: &crate::error::StoreError) -> AttemptFailed {
-    let mut failed = AttemptFailed::from_store(error);
-    if failed.transient {
-        // A conflict or a lost connection: not the handler's doing.
-        return failed;
-    }
-    failed.error = handler_broke_it(&format!("could not {step}: {error}"));
-    failed
-}
-
-/// What to tell the author of a handler whose transaction `what` after it returned `Ok`.
-fn handler_broke_it(what: &str) -> String {
-    format!(
-        "the handler returned Ok, but its transaction {what}. A statement \
-         inside the handler failed and the handler went on (on PostgreSQL that aborts the \
-         whole transaction), or the handler committed or rolled back the transaction itself. \
-         Run a statement that may fail inside a savepoint of its own (SAVEPOINT / ROLLBACK TO \
-         SAVEPOINT), or avoid the error (INSERT … ON CONFLICT DO NOTHING); never commit or \
-         roll back the handler's transaction: bandeja commits it with the message's \
-         completion"
-    )
-}
-
 async fn in_transaction<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
@@ -92,14 +66,9 @@ async fn in_transaction<S: Store>(
         return Err(AttemptFailed::lease_running_out());
     }
     let emitted = run::run_handler(shared, &mut tx, box_kind, handler, &[message], lease).await?;
-    match shared.store.transaction_usable(&mut tx).await {
-        Ok(true) => {}
-        Ok(false) => {
-            return Err(AttemptFailed::retriable(handler_broke_it(
-                "was no longer open and healthy (ended, or aborted by a failed statement)",
-            )))
-        }
-        Err(error) => return Err(AttemptFailed::from_store(&error)),
+    if emitted.is_empty() {
+        // (With messages emitted, `run_handler` checked before writing them.)
+        run::check_transaction(shared, &mut tx).await?;
     }
     if !lease.holds(message) {
         // Rolled back: another worker may take the row over now.
@@ -115,7 +84,7 @@ async fn in_transaction<S: Store>(
             token,
         )
         .await
-        .map_err(|e| broken_by_handler("mark the message COMPLETED", &e))?;
+        .map_err(|e| run::broken_by_handler("mark the message COMPLETED", &e))?;
     if !held {
         tracing::warn!(
             "lease lost before completion (another worker took the message over): rolled back"
@@ -126,7 +95,7 @@ async fn in_transaction<S: Store>(
         .store
         .commit(tx)
         .await
-        .map_err(|e| broken_by_handler("commit", &e))?;
+        .map_err(|e| run::broken_by_handler("commit", &e))?;
     crate::fault::point("after-handler-commit");
     run::wake_for(shared, &emitted);
     Ok(())

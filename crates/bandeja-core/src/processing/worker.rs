@@ -169,14 +169,17 @@ impl<S: Store> Lane<'_, S> {
             .map(|chunk| async move {
                 let mut failures = Vec::new();
                 let batch = batch::Chunk::new(shared, self.box_kind, &chunk, &mut failures);
-                let (left, handed_over) = {
+                // The chunk's permit is held by its run alone: the messages it hands over
+                // take permits of their own, and must never wait for the chunk's.
+                let running = async {
                     let _permit = shared.permits.of(self.box_kind).acquire().await;
                     self.slot.started(chunk.len());
-                    futures::join!(
-                        batch.run(shared, self.box_kind, self.token, self.lease),
-                        self.hand_over_after(&batch, patience)
-                    )
+                    batch
+                        .run(shared, self.box_kind, self.token, self.lease)
+                        .await
                 };
+                let (left, handed_over) =
+                    futures::join!(running, self.hand_over_after(&batch, patience));
                 let (more, alone, unattributed) = left;
                 failures.extend(more);
                 failures.extend(handed_over);
@@ -202,6 +205,11 @@ impl<S: Store> Lane<'_, S> {
         batch: &batch::Chunk<'_, S>,
         patience: Duration,
     ) -> Vec<Outcome> {
+        // The patience counts from the chunk's start, not from its wait for a permit.
+        tokio::select! {
+            () = batch.finished() => return Vec::new(),
+            () = batch.began() => {}
+        }
         tokio::select! {
             () = batch.finished() => return Vec::new(),
             () = tokio::time::sleep(patience) => {}

@@ -76,7 +76,9 @@ pub(crate) struct BoxQueries {
     /// `$1` id, `$2` worker, `$3` subscriber.
     pub(crate) complete: String,
     /// `$1` worker, `$2` lease in seconds: every row the worker still holds gets a new
-    /// lease; returns `(id, subscriber)` of each.
+    /// lease; returns `(id, subscriber)` of each. Rows locked right now (the worker's own
+    /// completion in flight, or a claim taking them over) are skipped, never waited for:
+    /// a renewal never blocks on, or deadlocks with, the worker's own transactions.
     pub(crate) renew: String,
     /// Every row by `seq`.
     pub(crate) rows: String,
@@ -166,11 +168,13 @@ impl BoxQueries {
                 }
             ),
             renew: format!(
-                "UPDATE {t} SET locked_until = {NOW} + $2::float8 * interval '1 second' \
-                 WHERE status = 'PROCESSING' AND locked_by = $1::text \
-                 RETURNING id, {}",
+                "UPDATE {t} AS t SET locked_until = {NOW} + $2::float8 * interval '1 second' \
+                 FROM (SELECT ctid FROM {t} WHERE status = 'PROCESSING' AND locked_by = $1::text \
+                       FOR NO KEY UPDATE SKIP LOCKED) AS held \
+                 WHERE t.ctid = held.ctid \
+                 RETURNING t.id, {}",
                 if inbox {
-                    "subscriber"
+                    "t.subscriber"
                 } else {
                     "NULL::text AS subscriber"
                 }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use bandeja_core::config::{CompletionMode, CompletionModes};
 use bandeja_core::store::{
     ClaimRequest, Delivery, Inspect, Outcome, Published, ReceiveReport, RelayReport, Route,
-    RowView, SavepointStep,
+    RowView, SavepointStep, TransactionState,
 };
 use bandeja_core::store::{StaleReport, StaleRequest};
 use bandeja_core::wake::Wakers;
@@ -260,18 +260,19 @@ impl Store for PgStore {
         Ok(claimed)
     }
 
-    async fn transaction_usable(&self, tx: &mut Self::Tx) -> Result<bool, StoreError> {
+    async fn transaction_state(&self, tx: &mut Self::Tx) -> Result<TransactionState, StoreError> {
         // Outside a transaction block (ended by the handler) or in an aborted one, a
         // savepoint is refused; in a healthy one it costs nothing until the commit.
         match sqlx::query("SAVEPOINT bandeja_usable")
             .execute(&mut **tx)
             .await
         {
-            Ok(_) => Ok(true),
-            Err(sqlx::Error::Database(db))
-                if matches!(db.code().as_deref(), Some("25P01" | "25P02")) =>
-            {
-                Ok(false)
+            Ok(_) => Ok(TransactionState::Open),
+            Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("25P01") => {
+                Ok(TransactionState::Ended)
+            }
+            Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("25P02") => {
+                Ok(TransactionState::Aborted)
             }
             Err(error) => Err(sqlx_error("check the handler's transaction", error)),
         }

@@ -4,8 +4,10 @@
 //! PostgreSQL transaction), one that commits or rolls back the transaction itself, and one
 //! whose work fails only at `COMMIT` (a deferred constraint). In each case the healthy
 //! messages of the chunk complete within seconds with their work applied exactly once, and
-//! the guilty message is retried with backoff, runs at most `max-retries + 1` times (counted
-//! outside its transaction) and ends FAILED with a `last_error` saying what to fix.
+//! the guilty message is retried with backoff (or FAILED at once when its own work may have
+//! committed — it ended the transaction itself — so that work is never applied twice), runs
+//! at most `max-retries + 1` times (counted outside its transaction) and ends FAILED with a
+//! `last_error` saying what to fix.
 //!
 //! Also: a chunk never mixes tenants, so a tenant context a handler sets with
 //! `set_config(…, true)` (`SET LOCAL`, as row-level security needs) never reaches another
@@ -219,9 +221,10 @@ async fn charged_to_the_guilty_handler_alone(fault: Fault, says: &[&str]) {
         .find(|r| r.message.status == MessageStatus::Failed)
         .expect("the FAILED row");
     let error = guilty.message.last_error.clone().unwrap_or_default();
-    assert_eq!(
-        guilty.message.retry_count, max_retries,
-        "{fault:?}: {error}"
+    assert!(
+        guilty.message.retry_count <= max_retries,
+        "{fault:?}: retry count {}: {error}",
+        guilty.message.retry_count
     );
     for word in says {
         assert!(

@@ -183,8 +183,11 @@ impl<S: Inspect> Store for Flaky<S> {
     async fn savepoint(&self, tx: &mut Self::Tx, step: SavepointStep) -> Result<(), StoreError> {
         self.inner.savepoint(tx, step).await
     }
-    async fn transaction_usable(&self, tx: &mut Self::Tx) -> Result<bool, StoreError> {
-        self.inner.transaction_usable(tx).await
+    async fn transaction_state(
+        &self,
+        tx: &mut Self::Tx,
+    ) -> Result<crate::store::TransactionState, StoreError> {
+        self.inner.transaction_state(tx).await
     }
     async fn transaction_mark(&self, tx: &mut Self::Tx) -> Result<Option<i64>, StoreError> {
         self.inner.transaction_mark(tx).await
