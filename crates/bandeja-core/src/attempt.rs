@@ -30,6 +30,16 @@ pub(crate) fn success(message: &StoredMessage) -> Outcome {
     }
 }
 
+/// Back to PENDING at once, nothing spent: the attempt did not happen (or was stopped) for
+/// a reason outside the message (a shutdown, a lease running out, a broker outage).
+pub(crate) fn release(message: &StoredMessage) -> Outcome {
+    Outcome {
+        id: message.record.id,
+        subscriber: message.subscriber.clone(),
+        resolution: Resolution::Release,
+    }
+}
+
 /// The outcome of a failed attempt: PENDING with `retry_count + 1` and a backoff while
 /// retries are left, FAILED otherwise or at once for a permanent failure.
 pub(crate) fn failure(

@@ -9,7 +9,7 @@
 use crate::error::Result;
 use crate::record::{BoxKind, StoredMessage};
 use crate::runtime::Shared;
-use crate::store::{ClaimRequest, Outcome, Resolution, Store};
+use crate::store::{ClaimRequest, Outcome, Store};
 use crate::tenant::TenantId;
 use crate::worker::Claimed;
 
@@ -57,12 +57,9 @@ fn limit<S: Store>(shared: &Shared<S>, box_kind: BoxKind) -> usize {
     }
     // What it can start now, and one wave more to start as those end (so the handlers
     // need not wait for the next claim).
-    let wave = crate::processing::worker::handlers_at_once(
-        shared.store.single_writer(),
-        shared.handler_concurrency,
-    );
-    let free = shared.permits.of(box_kind).available_permits();
-    batch.min(free + wave)
+    let permits = &shared.permits;
+    let free = permits.of(box_kind).available_permits();
+    batch.min(free + permits.capacity())
 }
 
 /// The claims of this cycle: one for the whole batch, or a share per active tenant.
@@ -129,14 +126,7 @@ async fn release<S: Store>(
     if claimed.is_empty() {
         return;
     }
-    let outcomes: Vec<Outcome> = claimed
-        .iter()
-        .map(|message| Outcome {
-            id: message.record.id,
-            subscriber: message.subscriber.clone(),
-            resolution: Resolution::Release,
-        })
-        .collect();
+    let outcomes: Vec<Outcome> = claimed.iter().map(crate::attempt::release).collect();
     match shared.store.resolve(box_kind, token, &outcomes).await {
         Ok(()) => {
             tracing::info!(box = %box_kind, released = outcomes.len(), "a claim failed part way: released what it had taken");

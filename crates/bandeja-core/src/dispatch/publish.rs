@@ -16,7 +16,7 @@ use crate::attempt;
 use crate::error::{FailureKind, Result};
 use crate::record::{BoxKind, StoredMessage};
 use crate::runtime::Shared;
-use crate::store::{Outcome, Resolution, Store};
+use crate::store::{Outcome, Store};
 use crate::telemetry;
 use crate::transport::{routing, wire, Instant, Outgoing, TransportError, TransportErrorKind};
 
@@ -101,14 +101,7 @@ async fn release_all<S: Store>(
     why: lease::LeaseTooShort,
 ) -> Result<()> {
     tracing::warn!(box = %box_kind, rows = claimed.len(), error = %why, "lease too short to publish: released");
-    let outcomes: Vec<Outcome> = claimed
-        .iter()
-        .map(|message| Outcome {
-            id: message.record.id,
-            subscriber: None,
-            resolution: Resolution::Release,
-        })
-        .collect();
+    let outcomes: Vec<Outcome> = claimed.iter().map(crate::attempt::release).collect();
     shared.store.resolve(box_kind, token, &outcomes).await?;
     telemetry::dispatched(box_kind, claimed, &outcomes);
     Err(TransportError::unavailable(why).into())
@@ -192,11 +185,7 @@ pub(crate) async fn publish<S: Store>(
                 tracing::debug!(error = %e, "transport unavailable: released");
                 unavailable += 1;
                 last_outage = Some(e);
-                Outcome {
-                    id: message.record.id,
-                    subscriber: None,
-                    resolution: Resolution::Release,
-                }
+                crate::attempt::release(message)
             }
             Err(e) => {
                 tracing::warn!(error = %e, "publish failed");

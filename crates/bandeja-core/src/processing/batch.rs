@@ -162,14 +162,14 @@ impl<'m, S: Store> Chunk<'m, S> {
             return (failures, Vec::new(), false);
         }
         if !lease.time_to_start() {
-            failures.extend(self.take_rest().into_iter().map(run::release));
+            failures.extend(self.take_rest().into_iter().map(crate::attempt::release));
             return (failures, Vec::new(), false);
         }
         let mut tx = match shared.store.begin().await {
             Ok(tx) => tx,
             Err(error) => {
                 tracing::warn!(%error, "could not begin a batch transaction; its messages are released");
-                failures.extend(self.take_rest().into_iter().map(run::release));
+                failures.extend(self.take_rest().into_iter().map(crate::attempt::release));
                 return (failures, Vec::new(), false);
             }
         };
@@ -186,8 +186,8 @@ impl<'m, S: Store> Chunk<'m, S> {
         let mut emitted: Vec<MessageRecord> = Vec::new();
         while let Some(unit) = self.take_next() {
             if !lease.time_to_start() {
-                failures.extend(unit.messages.iter().copied().map(run::release));
-                failures.extend(self.take_rest().into_iter().map(run::release));
+                failures.extend(unit.messages.iter().copied().map(crate::attempt::release));
+                failures.extend(self.take_rest().into_iter().map(crate::attempt::release));
                 break;
             }
             if !unit.messages.iter().all(|m| lease.still_held(m)) {
@@ -363,7 +363,7 @@ impl<'m, S: Store> Chunk<'m, S> {
     ) -> ChunkLeft<'m> {
         if !lease.time_to_finish() {
             tracing::warn!("the lease of a batch ran out unrenewed before its commit: rolled back and released");
-            failures.extend(done.into_iter().map(run::release));
+            failures.extend(done.into_iter().map(crate::attempt::release));
             return (failures, Vec::new(), false);
         }
         let completions: Vec<Outcome> = done
@@ -386,7 +386,7 @@ impl<'m, S: Store> Chunk<'m, S> {
                     of = done.len(),
                     "leases were lost before the batch committed (another worker took them over): rolled back"
                 );
-                failures.extend(done.into_iter().map(run::release));
+                failures.extend(done.into_iter().map(crate::attempt::release));
                 return (failures, Vec::new(), false);
             }
             Err(error) => {

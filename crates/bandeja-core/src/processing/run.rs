@@ -71,7 +71,7 @@ impl AttemptFailed {
         let config = shared.config.group(box_kind.group());
         if self.release {
             tracing::warn!(error = %self.error, "released");
-            return release(message);
+            return attempt::release(message);
         }
         if self.transient && shared.conflicts.free(message) {
             tracing::info!(error = %self.error, "transient conflict; trying again without spending a retry");
@@ -89,16 +89,6 @@ impl AttemptFailed {
         };
         tracing::warn!(%error, kind = ?self.kind, "handler failed");
         attempt::failure(message, config, self.kind, error)
-    }
-}
-
-/// Back to PENDING at once, nothing spent: the attempt did not happen (or was stopped)
-/// for a reason outside the message.
-pub(crate) fn release(message: &StoredMessage) -> Outcome {
-    Outcome {
-        id: message.record.id,
-        subscriber: message.subscriber.clone(),
-        resolution: crate::store::Resolution::Release,
     }
 }
 

@@ -23,7 +23,7 @@ pub(crate) async fn handle_one<S: Store>(
 ) -> Option<Outcome> {
     if !lease.may_start(message) {
         // The lease could not be renewed lately: do not start what may not finish in it.
-        return Some(run::release(message));
+        return Some(crate::attempt::release(message));
     }
     let handler = match run::handler_for(shared, box_kind, message) {
         Ok(handler) => handler,

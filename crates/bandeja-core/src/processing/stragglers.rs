@@ -51,6 +51,8 @@ pub(crate) fn inbox_index(box_kind: BoxKind) -> usize {
 pub(crate) struct Permits {
     /// The event inbox's, then the command inbox's.
     inboxes: [Semaphore; 2],
+    /// Permits of each inbox.
+    capacity: usize,
 }
 
 impl Permits {
@@ -59,7 +61,13 @@ impl Permits {
         let concurrency = concurrency.clamp(1, Semaphore::MAX_PERMITS);
         Permits {
             inboxes: [Semaphore::new(concurrency), Semaphore::new(concurrency)],
+            capacity: concurrency,
         }
+    }
+
+    /// How many handlers (or batch transactions) of one inbox run at once.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
     }
 
     /// The permits of the inbox of `box_kind`'s kind.

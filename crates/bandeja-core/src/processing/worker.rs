@@ -98,10 +98,8 @@ impl<S: Store> Lane<'_, S> {
             HandlerTransaction::Batch => true,
             HandlerTransaction::Auto => shared.store.prefers_batched_handlers(),
         };
-        // One writer at a time (SQLite): more concurrent handler transactions only wait for
-        // each other's locks; a few still let a slow handler not hold up the rest.
-        let concurrency =
-            handlers_at_once(shared.store.single_writer(), shared.handler_concurrency);
+        // One writer at a time (SQLite): the permits are fewer (see `handlers_at_once`).
+        let concurrency = shared.permits.capacity();
         if !may_batch {
             let all: Vec<&StoredMessage> = claimed.iter().collect();
             return self.one_by_one(&all, concurrency).await;
@@ -226,14 +224,40 @@ impl<S: Store> Lane<'_, S> {
         self.alone(&rest, 0).await
     }
 
-    /// Runs what a chunk handed over or left, each alone, [`SUSPECT_CONCURRENCY`] at once;
-    /// a failed attempt also spends `spent` retries (the chunk's attempt it caused).
+    /// Runs what a chunk handed over or left, each alone, [`SUSPECT_CONCURRENCY`] at once
+    /// (their start was counted with the chunk's); a failed attempt also spends `spent`
+    /// retries (the chunk's attempt it caused).
     async fn alone(&self, messages: &[&StoredMessage], spent: u32) -> Vec<Outcome> {
+        self.each_in_its_own_transaction(messages, SUSPECT_CONCURRENCY, false, spent)
+            .await
+    }
+
+    /// Handles each of `messages` in its own transaction, `concurrency` at once (each
+    /// holding one permit, its start counted toward the cycle's rows started). Returns the
+    /// outcomes to write back.
+    async fn one_by_one(&self, messages: &[&StoredMessage], concurrency: usize) -> Vec<Outcome> {
+        self.each_in_its_own_transaction(messages, concurrency, true, 0)
+            .await
+    }
+
+    /// Handles each of `messages` in its own transaction, `concurrency` at once, each
+    /// holding one permit (`count`: whether its start counts toward the cycle's rows
+    /// started; `spent`: retries a failed attempt spends beyond its own).
+    async fn each_in_its_own_transaction(
+        &self,
+        messages: &[&StoredMessage],
+        concurrency: usize,
+        count: bool,
+        spent: u32,
+    ) -> Vec<Outcome> {
         let shared = self.shared;
         let runs: Vec<_> = messages
             .iter()
             .map(|&message| async move {
                 let _permit = shared.permits.of(self.box_kind).acquire().await;
+                if count {
+                    self.slot.started(1);
+                }
                 single::handle_one(
                     shared,
                     self.box_kind,
@@ -243,26 +267,6 @@ impl<S: Store> Lane<'_, S> {
                     spent,
                 )
                 .await
-            })
-            .collect();
-        let results: Vec<Option<Outcome>> = futures::stream::iter(runs)
-            .buffer_unordered(SUSPECT_CONCURRENCY)
-            .collect()
-            .await;
-        results.into_iter().flatten().collect()
-    }
-
-    /// Handles each of `messages` in its own transaction, `concurrency` at once (each
-    /// holding one permit, its start counted toward the cycle's rows started). Returns the
-    /// outcomes to write back.
-    async fn one_by_one(&self, messages: &[&StoredMessage], concurrency: usize) -> Vec<Outcome> {
-        let shared = self.shared;
-        let runs: Vec<_> = messages
-            .iter()
-            .map(|&message| async move {
-                let _permit = shared.permits.of(self.box_kind).acquire().await;
-                self.slot.started(1);
-                single::handle_one(shared, self.box_kind, self.token, message, self.lease, 0).await
             })
             .collect();
         let results: Vec<Option<Outcome>> = futures::stream::iter(runs)
