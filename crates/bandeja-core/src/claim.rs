@@ -28,7 +28,7 @@ impl Plan {
     /// The claim request of one part.
     pub(crate) fn request<'a, S: Store>(
         &self,
-        shared: &Shared<S>,
+        shared: &'a Shared<S>,
         box_kind: BoxKind,
         token: &'a str,
         part: &'a (usize, Option<TenantId>),
@@ -41,6 +41,9 @@ impl Plan {
             ordered: config.ordered,
             from_seq: self.floor,
             tenant: part.1.as_ref(),
+            subscribers: box_kind
+                .is_inbox()
+                .then(|| shared.claimable(box_kind.kind())),
         }
     }
 }
@@ -117,7 +120,7 @@ pub(crate) async fn claim<S: Store>(
 
 /// Puts back the rows of a claim that failed part way (best effort: if this fails too,
 /// they return after their lease).
-async fn release<S: Store>(
+pub(crate) async fn release<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
     token: &str,

@@ -17,6 +17,7 @@ pub mod record;
 pub mod runtime;
 pub mod status;
 pub mod store;
+pub mod subscriptions;
 pub mod telemetry;
 pub mod tenant;
 pub mod testing;

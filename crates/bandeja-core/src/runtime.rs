@@ -31,8 +31,13 @@ pub(crate) struct Shared<S: Store> {
     /// Random per runtime: two processes given the same worker id still issue distinct
     /// claim tokens.
     pub(crate) instance: u32,
-    /// The in-process routes of events and of commands (the registry never changes).
-    pub(crate) routes: [Vec<crate::store::Route>; 2],
+    /// This runtime in the subscription tables: `<worker id>#<instance>`.
+    pub(crate) process: String,
+    /// The subscriptions this process runs (registered at start, refreshed by heartbeat).
+    pub(crate) subscriptions: Vec<crate::subscriptions::Subscription>,
+    /// The subscribers whose inbox rows this process claims, of events and of commands
+    /// (its own, plus the reception's rejected rows).
+    pub(crate) claimable: [Vec<String>; 2],
     /// With a broker transport: this service's name and command topics.
     pub(crate) routing: Option<Routing>,
     /// The measured handler times of the inbox subscribers (which run batched).
@@ -44,12 +49,17 @@ pub(crate) struct Shared<S: Store> {
 }
 
 impl<S: Store> Shared<S> {
-    /// The in-process routes of `kind`.
-    pub(crate) fn routes(&self, kind: MessageKind) -> &[crate::store::Route] {
+    /// The subscribers whose inbox rows of `kind` this process claims.
+    pub(crate) fn claimable(&self, kind: MessageKind) -> &[String] {
         match kind {
-            MessageKind::Event => &self.routes[0],
-            MessageKind::Command => &self.routes[1],
+            MessageKind::Event => &self.claimable[0],
+            MessageKind::Command => &self.claimable[1],
         }
+    }
+
+    /// This service's name (`""` without one: the in-process transport).
+    pub(crate) fn service(&self) -> &str {
+        self.routing.as_ref().map_or("", Routing::service)
     }
 
     /// A lock token unique to one claim (`<worker id>#<instance>.<n>`), so that no two
@@ -221,10 +231,19 @@ impl<S: Store> BandejaBuilder<S> {
         let store = self.store.with_completion(self.config.completion_modes())?;
         let worker_id = self.worker_id.unwrap_or_else(default_worker_id);
         let single_writer = store.single_writer();
-        let routes = [
-            self.registry.routes(MessageKind::Event),
-            self.registry.routes(MessageKind::Command),
-        ];
+        let instance = rand::random::<u32>();
+        let process = format!("{worker_id}#{instance:08x}");
+        let subscriptions = self.registry.subscriptions();
+        let claimable = [MessageKind::Event, MessageKind::Command].map(|kind| {
+            let mut names: Vec<String> = self
+                .registry
+                .subscriber_names(kind)
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            names.push(crate::transport::wire::REJECTED_SUBSCRIBER.to_owned());
+            names
+        });
         let routing = match (&self.transport, self.service) {
             (None, _) => None,
             (Some(transport), None) => {
@@ -256,8 +275,10 @@ impl<S: Store> BandejaBuilder<S> {
                 transport: self.transport,
                 handler_concurrency: self.handler_concurrency,
                 claims: std::sync::atomic::AtomicU64::new(0),
-                instance: rand::random::<u32>(),
-                routes,
+                instance,
+                process,
+                subscriptions,
+                claimable,
                 routing,
                 pace: crate::processing::pace::Pace::default(),
                 conflicts: crate::processing::conflicts::Conflicts::default(),
@@ -388,6 +409,9 @@ impl<S: Store> Bandeja<S> {
 
     /// Starts the enabled workers (and, with a broker transport, its subscriptions).
     pub async fn start(&self) -> Result<Running> {
+        // Registered before any worker or receiver runs: from now on every relay and every
+        // reception fans out to this process's subscriptions too.
+        crate::maintenance::heartbeat::register(&self.shared).await?;
         let (stop, stop_rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
         for box_kind in BoxKind::ALL {
@@ -402,12 +426,16 @@ impl<S: Store> Bandeja<S> {
             }
         }
         crate::maintenance::spawn(&self.shared, &mut tasks, &stop_rx);
+        tasks.spawn(crate::maintenance::heartbeat::run(
+            self.shared.clone(),
+            stop_rx.clone(),
+        ));
         let mut subscriptions = Vec::new();
         if let (Some(transport), Some(routing)) = (&self.shared.transport, &self.shared.routing) {
             let sink = Arc::new(Reception {
                 store: self.shared.store.clone(),
-                registry: self.shared.registry.clone(),
                 service: routing.service().to_owned(),
+                command_topic: routing.own_topic().ok().map(str::to_owned),
             });
             for kind in [MessageKind::Event, MessageKind::Command] {
                 if !self.worker_enabled(kind.inbox()) || !self.shared.registry.has(kind) {

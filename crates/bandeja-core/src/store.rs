@@ -34,6 +34,10 @@ pub struct ClaimRequest<'a> {
     /// Only this tenant's rows (workers rotate over the active tenants so that one
     /// tenant's backlog does not starve the others); `None`: any tenant.
     pub tenant: Option<&'a crate::tenant::TenantId>,
+    /// Inboxes: only rows of these subscribers (the ones this process runs, plus
+    /// [`REJECTED_SUBSCRIBER`](crate::transport::wire::REJECTED_SUBSCRIBER)); `None`: any
+    /// subscriber. Ignored by outbox claims.
+    pub subscribers: Option<&'a [String]>,
 }
 
 /// How an attempt ended, as computed by the status machine.
@@ -309,19 +313,43 @@ pub trait Store: Clone + Send + Sync + 'static {
     }
 
     /// Capability: the in-process transport in one statement — claim due outbox rows of
-    /// `kind` as `request` says, insert one inbox row per matching route (dedup by
-    /// `(id, subscriber)`), and mark the outbox rows COMPLETED (commands with no route:
-    /// FAILED, saying so), all in one commit. `Ok(None)`: not supported (the default);
-    /// the worker then claims, transfers and marks in two steps.
+    /// `kind` as `request` says, insert one inbox row per subscription registered for the
+    /// type in the store (see [`Store::routes`]; dedup by `(id, subscriber)`), and mark the
+    /// outbox rows COMPLETED (commands no subscription takes: FAILED, saying so), all in
+    /// one commit. `Ok(None)`: not supported (the default); the worker then claims, reads
+    /// the routes, transfers and marks in steps.
     async fn relay(
         &self,
         kind: MessageKind,
         request: &ClaimRequest<'_>,
-        routes: &[Route],
     ) -> Result<Option<RelayReport>, StoreError> {
-        let _ = (kind, request, routes);
+        let _ = (kind, request);
         Ok(None)
     }
+
+    /// Registers or refreshes a running process and the subscriptions it runs, in one
+    /// transaction: each subscription gets its `subscriptions` row (inserted with
+    /// `first_seen_at` = now, or refreshed: `last_seen_at` = now and the service updated),
+    /// and the process gets one `subscription_processes` row per subscriber it runs
+    /// (`last_seen_at` = now). Called at start, then every
+    /// [`heartbeat_every`](crate::subscriptions::heartbeat_every).
+    async fn register(
+        &self,
+        registration: &crate::subscriptions::Registration<'_>,
+    ) -> Result<(), StoreError>;
+
+    /// Removes the `subscription_processes` rows of a process that stops (its
+    /// subscriptions stay: they keep receiving until an operator retires them).
+    async fn unregister(&self, process: &str) -> Result<(), StoreError>;
+
+    /// The subscriptions of `kind` registered in the store, as routes: all of them
+    /// (`service` `None`: the in-process transport, where the database is the bus), or only
+    /// those of one service (reception from a broker). Sorted by type and subscriber.
+    async fn routes(
+        &self,
+        kind: MessageKind,
+        service: Option<&str>,
+    ) -> Result<Vec<Route>, StoreError>;
 
     /// Housekeeping a worker asks for about once a second per box (in the background):
     /// keep planner statistics and dead index entries from degrading claims (PostgreSQL:

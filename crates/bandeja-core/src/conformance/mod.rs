@@ -87,6 +87,7 @@ fn request(worker: &str, limit: usize) -> ClaimRequest<'_> {
         ordered: true,
         from_seq: None,
         tenant: None,
+        subscribers: None,
     }
 }
 

@@ -1031,6 +1031,7 @@ pub async fn a_retried_hung_message_does_not_hold_up_messages_claimed_with_it<S:
         ordered: true,
         from_seq: None,
         tenant: None,
+        subscribers: None,
     };
     let earlier = store
         .claim(BoxKind::InboxEvents, &request)

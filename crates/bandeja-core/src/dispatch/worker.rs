@@ -120,19 +120,18 @@ async fn relay<S: Store>(
     slot: &Claimed,
 ) -> Result<Option<usize>> {
     let kind = box_kind.kind();
-    let routes = shared.routes(kind);
     let plan = crate::claim::plan(shared, box_kind, slot).await;
     let mut moved = 0;
     for part in &plan.parts {
         let request = plan.request(shared, box_kind, token, part);
-        let Some(report) = shared.store.relay(kind, &request, routes).await? else {
+        let Some(report) = shared.store.relay(kind, &request).await? else {
             return Ok(None);
         };
         if report.inserted > 0 {
             shared.store.wakers().wake(kind.inbox());
         }
         if report.failed > 0 {
-            tracing::warn!(box = %box_kind, failed = report.failed, "commands with no handler in this process marked FAILED");
+            tracing::warn!(box = %box_kind, failed = report.failed, "commands of a type no process has registered a handler for marked FAILED");
         }
         telemetry::relayed(
             box_kind,
@@ -146,8 +145,9 @@ async fn relay<S: Store>(
     Ok(Some(moved))
 }
 
-/// In-process transport: inbox rows for every subscriber and the outbox outcomes, in one
-/// transaction.
+/// In-process transport: inbox rows for every subscription registered in the store and the
+/// outbox outcomes, in one transaction. The subscriptions are read after the claim, so a
+/// subscription registered before a message was emitted always gets its row.
 async fn move_to_inbox<S: Store>(
     shared: &Shared<S>,
     kind: MessageKind,
@@ -155,6 +155,13 @@ async fn move_to_inbox<S: Store>(
     claimed: &[StoredMessage],
 ) -> Result<()> {
     let config = shared.config.group(kind.outbox().group());
+    let routes = match shared.store.routes(kind, None).await {
+        Ok(routes) => crate::subscriptions::RouteTable::new(routes),
+        Err(error) => {
+            crate::claim::release(shared, kind.outbox(), token, claimed).await;
+            return Err(error.into());
+        }
+    };
     let mut outcomes = Vec::with_capacity(claimed.len());
     let mut routed = Vec::with_capacity(claimed.len());
     for message in claimed {
@@ -163,14 +170,11 @@ async fn move_to_inbox<S: Store>(
             outcomes.push(outcome);
             continue;
         }
-        let subscribers = shared.registry.subscribers_for(
-            kind,
-            &message.record.message_type,
-            message.record.inbox_tenant(),
-        );
+        let subscribers =
+            routes.subscribers_for(&message.record.message_type, message.record.inbox_tenant());
         if kind == MessageKind::Command && subscribers.is_empty() {
             let error = format!(
-                "no handler for command type `{}` (target service `{}`) in this process: register one with `on_command`, or configure a broker transport that routes it",
+                "no handler for command type `{}` (target service `{}`): no process has ever registered a handler for it (no subscription in the database): register one with `on_command` and retry the command, or fix the sender",
                 message.record.message_type,
                 message.record.target_service.as_deref().unwrap_or("?")
             );

@@ -3,6 +3,7 @@
 //! on every process; their statements are idempotent, so several processes on one
 //! database only repeat each other's work.
 
+pub(crate) mod heartbeat;
 pub(crate) mod retention;
 pub(crate) mod staleness;
 

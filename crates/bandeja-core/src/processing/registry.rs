@@ -134,11 +134,6 @@ impl<S: Store> Registry<S> {
         self.by_type.keys().any(|(k, _)| *k == kind)
     }
 
-    /// Whether any subscriber (of any tenant) takes `message_type`.
-    pub(crate) fn has_type(&self, kind: MessageKind, message_type: &str) -> bool {
-        self.by_type.contains_key(&(kind, message_type.to_owned()))
-    }
-
     /// The message types of `kind` that have subscribers, sorted.
     pub(crate) fn types(&self, kind: MessageKind) -> Vec<String> {
         let mut types: Vec<String> = self
@@ -151,43 +146,29 @@ impl<S: Store> Registry<S> {
         types
     }
 
-    /// Every route of `kind`: (message type, subscriber, tenant filter).
-    pub(crate) fn routes(&self, kind: MessageKind) -> Vec<crate::store::Route> {
-        let mut routes: Vec<crate::store::Route> = self
+    /// Every subscription of the process (what it registers in the store), sorted.
+    pub(crate) fn subscriptions(&self) -> Vec<crate::subscriptions::Subscription> {
+        let mut subscriptions: Vec<crate::subscriptions::Subscription> = self
             .by_type
             .iter()
-            .filter(|((k, _), _)| *k == kind)
-            .flat_map(|((_, message_type), list)| {
-                list.iter().map(move |s| crate::store::Route {
-                    message_type: message_type.clone(),
-                    subscriber: s.name.clone(),
-                    tenant: s.tenant.clone(),
-                })
+            .flat_map(|((kind, message_type), list)| {
+                list.iter()
+                    .map(move |s| crate::subscriptions::Subscription {
+                        kind: *kind,
+                        message_type: message_type.clone(),
+                        subscriber: s.name.clone(),
+                        tenant: s.tenant.clone(),
+                    })
             })
             .collect();
-        routes.sort_by(|a, b| {
-            (&a.message_type, &a.subscriber).cmp(&(&b.message_type, &b.subscriber))
+        subscriptions.sort_by(|a, b| {
+            (a.kind_name(), &a.message_type, &a.subscriber).cmp(&(
+                b.kind_name(),
+                &b.message_type,
+                &b.subscriber,
+            ))
         });
-        routes
-    }
-
-    /// The names of the subscribers that should get a row for a message of `message_type`
-    /// addressed to `tenant`.
-    pub(crate) fn subscribers_for(
-        &self,
-        kind: MessageKind,
-        message_type: &str,
-        tenant: &TenantId,
-    ) -> Vec<String> {
-        self.by_type
-            .get(&(kind, message_type.to_owned()))
-            .map(|list| {
-                list.iter()
-                    .filter(|s| s.tenant.as_ref().is_none_or(|t| t == tenant))
-                    .map(|s| s.name.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
+        subscriptions
     }
 
     /// The subscriber names of `kind`, sorted, each once (a name may take several types).

@@ -93,7 +93,7 @@ impl AttemptFailed {
 }
 
 /// The handler of a claimed row, or the outcome that ends it without running one (retries
-/// exhausted by crashes, subscriber no longer registered).
+/// exhausted by crashes; a subscriber this process does not run: released).
 pub(crate) fn handler_for<S: Store>(
     shared: &Shared<S>,
     box_kind: BoxKind,
@@ -109,29 +109,13 @@ pub(crate) fn handler_for<S: Store>(
         .find(box_kind.kind(), &message.record.message_type, subscriber)
     {
         Some(registered) => Ok(registered.handler.clone()),
+        // Claims take only the rows of subscribers this process runs (and reception's
+        // rejected rows, settled before the handlers), so this is a store that ignored the
+        // claim's subscriber filter: the row is put back for a process that runs it, never
+        // FAILED for lacking a subscriber here.
         None => {
-            let error = if subscriber == crate::transport::wire::REJECTED_SUBSCRIBER {
-                // Stored by reception for a body no local handler can take; the reason
-                // travels in a header.
-                message
-                    .record
-                    .headers
-                    .extra
-                    .get(crate::transport::wire::REJECTED_HEADER)
-                    .cloned()
-                    .unwrap_or_else(|| "rejected on reception".to_owned())
-            } else {
-                format!(
-                    "no subscriber `{subscriber}` for `{}` is registered in this process: register it again, or retry the message after deploying it",
-                    message.record.message_type
-                )
-            };
-            Err(attempt::failure(
-                message,
-                config,
-                FailureKind::Permanent,
-                error,
-            ))
+            tracing::warn!(%subscriber, message_id = %message.record.id, "claimed a row of a subscriber this process does not run: released for a process that runs it");
+            Err(attempt::release(message))
         }
     }
 }

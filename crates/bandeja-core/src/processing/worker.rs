@@ -65,9 +65,21 @@ pub(crate) async fn cycle<S: Store>(
         slot: claimed_slot,
         lease: &lease,
     };
-    let failures = lease
-        .renewed_during(&shared.store, box_kind, &token, lane.handle(&claimed))
-        .await;
+    let (rejected, handled): (Vec<&StoredMessage>, Vec<&StoredMessage>) = claimed
+        .iter()
+        .partition(|m| crate::reception::rejected::is_rejected(m));
+    let mut failures = if rejected.is_empty() {
+        Vec::new()
+    } else {
+        crate::reception::rejected::settle(shared, box_kind, &rejected).await
+    };
+    if !handled.is_empty() {
+        failures.extend(
+            lease
+                .renewed_during(&shared.store, box_kind, &token, lane.handle(&handled))
+                .await,
+        );
+    }
     if !failures.is_empty() {
         shared.store.resolve(box_kind, &token, &failures).await?;
     }
@@ -90,7 +102,7 @@ impl<S: Store> Lane<'_, S> {
     /// Handles the claimed rows: batched, for the subscribers measured fast enough for it
     /// on a store that prefers it (see [`pace`](crate::processing::pace)), each alone
     /// otherwise. Returns the outcomes to write back.
-    async fn handle(&self, claimed: &[StoredMessage]) -> Vec<Outcome> {
+    async fn handle(&self, claimed: &[&StoredMessage]) -> Vec<Outcome> {
         let shared = self.shared;
         let config = shared.config.group(self.box_kind.group());
         let may_batch = match config.handler_transaction {
@@ -101,8 +113,7 @@ impl<S: Store> Lane<'_, S> {
         // One writer at a time (SQLite): the permits are fewer (see `handlers_at_once`).
         let concurrency = shared.permits.capacity();
         if !may_batch {
-            let all: Vec<&StoredMessage> = claimed.iter().collect();
-            return self.one_by_one(&all, concurrency).await;
+            return self.one_by_one(claimed, concurrency).await;
         }
         // `handler-transaction = "batch"` batches every subscriber; `auto` only those
         // measured fast. A row that failed before may be a poison message that fails or
@@ -110,7 +121,7 @@ impl<S: Store> Lane<'_, S> {
         let forced = config.handler_transaction == HandlerTransaction::Batch;
         let mut slowest = Duration::ZERO;
         let (batched, alone): (Vec<&StoredMessage>, Vec<&StoredMessage>) =
-            claimed.iter().partition(|m| {
+            claimed.iter().copied().partition(|m| {
                 if m.retry_count > 0 && !shared.store.single_writer() {
                     return false;
                 }

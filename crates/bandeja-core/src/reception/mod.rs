@@ -1,21 +1,26 @@
 //! Stage 4, reception: a message arriving from a transport is stored in the inbox (one row
-//! per local subscriber, dedup by `(id, subscriber)`) before the transport acknowledges it.
-//! Redeliveries absorbed by the dedup are counted in `bandeja_duplicates_absorbed_total`.
+//! per subscription of this service registered in the database for its type, dedup by
+//! `(id, subscriber)`) before the transport acknowledges it. The subscriptions are read for
+//! each received batch, so a process that receives a type only a newer process of its
+//! service subscribes to stores the row that the newer process handles; nothing is
+//! acknowledged and dropped for lack of a local subscriber. Redeliveries absorbed by the
+//! dedup are counted in `bandeja_duplicates_absorbed_total`.
 //!
-//! A body that is not a message, or a message of a type no local subscriber handles, is
-//! neither lost nor allowed to block the consumer: it is stored as an inbox row of the
-//! subscriber [`REJECTED_SUBSCRIBER`](crate::transport::wire::REJECTED_SUBSCRIBER) with the
-//! reason in a header, and the inbox worker marks it FAILED with that reason, where
-//! operators see it (`bandeja messages list --status failed`).
+//! A body that is not a message, or a message of a type no subscription of this service
+//! takes, is neither lost nor allowed to block the consumer: it is stored as an inbox row of
+//! the subscriber [`REJECTED_SUBSCRIBER`](crate::transport::wire::REJECTED_SUBSCRIBER) with
+//! the reason in a header. The inbox worker marks it FAILED with that reason, where
+//! operators see it (`bandeja messages list --status failed`); once a subscription for its
+//! type exists, `bandeja retry` of the row routes it to that subscription.
 
-use std::sync::Arc;
+pub(crate) mod rejected;
 
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::processing::registry::Registry;
 use crate::record::{MessageKind, MessageRecord};
 use crate::store::{Delivery, ReceiveReport, Store};
+use crate::subscriptions::RouteTable;
 use crate::transport::wire;
 
 /// Where a transport hands received messages.
@@ -24,19 +29,36 @@ pub trait InboxSink: Send + Sync {
     /// Stores received bodies (in the [`wire`] format) in one transaction, in order. When
     /// this returns `Ok` the transport may acknowledge all of them; on `Err` none is stored.
     async fn accept(&self, kind: MessageKind, bodies: &[&[u8]]) -> Result<ReceiveReport>;
+
+    /// The addresses this service consumes as the database knows them now: the event types
+    /// it has subscriptions for (registered by any of its processes, this one or another
+    /// version), or its command topic. A transport that receives messages of several
+    /// addresses on one consumer asks before it acknowledges one it believes is not this
+    /// service's, so a type a newer process subscribed to is stored, never dropped.
+    /// Default: `None` (unknown: the transport keeps its subscribed addresses).
+    async fn addresses(&self, kind: MessageKind) -> Result<Option<Vec<String>>> {
+        let _ = kind;
+        Ok(None)
+    }
 }
 
-/// The inbox sink of a store and this process's subscribers.
+/// The inbox sink of a store and this service's subscriptions.
 pub(crate) struct Reception<S: Store> {
     pub(crate) store: S,
-    pub(crate) registry: Arc<Registry<S>>,
     pub(crate) service: String,
+    /// This service's command topic (what [`InboxSink::addresses`] answers for commands).
+    pub(crate) command_topic: Option<String>,
 }
 
 impl<S: Store> Reception<S> {
     /// The record to store for a body and the subscribers that get a row; `None` for a
-    /// message of a known type that no subscriber of this tenant takes.
-    fn route(&self, kind: MessageKind, body: &[u8]) -> Option<(MessageRecord, Vec<String>)> {
+    /// message of a known type that no subscription of this tenant takes.
+    fn route(
+        &self,
+        kind: MessageKind,
+        routes: &RouteTable,
+        body: &[u8],
+    ) -> Option<(MessageRecord, Vec<String>)> {
         let rejected = || vec![wire::REJECTED_SUBSCRIBER.to_owned()];
         let record = match wire::decode(kind, body) {
             Ok(record) => record,
@@ -45,13 +67,11 @@ impl<S: Store> Reception<S> {
                 return Some((wire::malformed(kind, body, &error.to_string()), rejected()));
             }
         };
-        let subscribers =
-            self.registry
-                .subscribers_for(kind, &record.message_type, record.inbox_tenant());
+        let subscribers = routes.subscribers_for(&record.message_type, record.inbox_tenant());
         if !subscribers.is_empty() {
             return Some((record, subscribers));
         }
-        if self.registry.has_type(kind, &record.message_type) {
+        if routes.has_type(&record.message_type) {
             return None;
         }
         let what = match kind {
@@ -59,7 +79,7 @@ impl<S: Store> Reception<S> {
             MessageKind::Command => "no handler for command type",
         };
         let reason = format!(
-            "{what} `{}` in service `{}`: register one and have the publisher replay it (`bandeja replay`), or fix the publisher's routing",
+            "{what} `{}` in service `{}`: register one, then retry this row (`bandeja retry`) to route it, or fix the publisher's routing",
             record.message_type, self.service
         );
         tracing::warn!(message_id = %record.id, %reason, "message stored as FAILED");
@@ -70,9 +90,10 @@ impl<S: Store> Reception<S> {
 #[async_trait]
 impl<S: Store> InboxSink for Reception<S> {
     async fn accept(&self, kind: MessageKind, bodies: &[&[u8]]) -> Result<ReceiveReport> {
+        let routes = RouteTable::new(self.store.routes(kind, Some(&self.service)).await?);
         let routed: Vec<(MessageRecord, Vec<String>)> = bodies
             .iter()
-            .filter_map(|body| self.route(kind, body))
+            .filter_map(|body| self.route(kind, &routes, body))
             .collect();
         let deliveries: Vec<Delivery<'_>> = routed
             .iter()
@@ -88,5 +109,14 @@ impl<S: Store> InboxSink for Reception<S> {
             self.store.wakers().wake(kind.inbox());
         }
         Ok(report)
+    }
+
+    async fn addresses(&self, kind: MessageKind) -> Result<Option<Vec<String>>> {
+        Ok(Some(match kind {
+            MessageKind::Event => {
+                RouteTable::new(self.store.routes(kind, Some(&self.service)).await?).types()
+            }
+            MessageKind::Command => self.command_topic.iter().cloned().collect(),
+        }))
     }
 }

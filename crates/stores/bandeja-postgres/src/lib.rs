@@ -9,6 +9,7 @@ mod queries;
 mod relay;
 mod staleness;
 mod store;
+mod subscriptions;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod transient;

@@ -147,8 +147,8 @@ impl BoxQueries {
                    AND t.status = 'PROCESSING' AND t.locked_by = $7::text"
             );
         BoxQueries {
-            claim: claim(&t, same_subscriber, &returned, false),
-            claim_tenant: claim(&t, same_subscriber, &returned, true),
+            claim: claim(&t, same_subscriber, &returned, false, inbox),
+            claim_tenant: claim(&t, same_subscriber, &returned, true, inbox),
             mode,
             resolve: match mode {
                 CompletionMode::Update => update_resolve,
@@ -326,18 +326,19 @@ fn relay(
     let inbox_name = box_kind.kind().inbox().table();
     let inbox = format!("\"{schema}\".{inbox_name}");
     let command = box_kind.kind() == bandeja_core::MessageKind::Command;
+    let kind = bandeja_core::subscriptions::kind_name(box_kind.kind());
     // Untenanted, `$6` is NULL (and must appear in the statement for its type).
     let gate = format!(
         "(SELECT pg_try_advisory_xact_lock(hashtext('bandeja relay'), \
            hashtext('{t}' || COALESCE($6::text, '')))) AND"
     );
-    let due = due(t, "c.ctid AS row_id", &gate, "", by_tenant);
+    let due = due(t, "c.ctid AS row_id", &gate, "", "", by_tenant);
     let unrouted = "NOT EXISTS (SELECT 1 FROM routes r WHERE r.message_type = t.message_type \
          AND (r.tenant IS NULL OR r.tenant = COALESCE(t.target_tenant_id, t.tenant_id)))";
     let no_route_error = "'no handler for command type `' || t.message_type \
            || '` (target service `' || COALESCE(t.target_service, '?') \
-           || '`) in this process: register one with `on_command`, or configure a broker \
-           transport that routes it'";
+           || '`): no process has ever registered a handler for it (no subscription in the \
+           database): register one with `on_command` and retry the command, or fix the sender'";
     let (status, error) = if command {
         (
             format!("CASE WHEN {unrouted} THEN 'FAILED' ELSE 'COMPLETED' END"),
@@ -425,7 +426,8 @@ fn relay(
     };
     format!(
         "WITH routes AS ( \
-           SELECT * FROM UNNEST($7::text[], $8::text[], $9::text[]) AS r(message_type, subscriber, tenant)), \
+           SELECT message_type, subscriber, NULLIF(tenant_id, '') AS tenant \
+           FROM \"{schema}\".subscriptions WHERE kind = '{kind}'), \
          due AS ({due}), \
          {outbox_ctes}, \
          {ledger}ins AS ( \
@@ -459,13 +461,22 @@ fn relay(
 /// then updated by `ctid` (a TID scan: joining on `id` made the planner hash the whole
 /// table, history included). The old status and holder are read from `due` to flag
 /// takeovers (counted in `takeover_count`, not in `retry_count`). With
-/// `by_tenant`, only PENDING rows of tenant `$6` (the pending-only tenant index).
-fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool) -> String {
+/// `by_tenant`, only PENDING rows of tenant `$6` (the pending-only tenant index). In an
+/// inbox, only rows of the subscribers in the next parameter (`$6`, or `$7` by tenant;
+/// NULL: any subscriber).
+fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool, inbox: bool) -> String {
+    let subscribers = if !inbox {
+        String::new()
+    } else {
+        let n = if by_tenant { 7 } else { 6 };
+        format!("AND (${n}::text[] IS NULL OR c.subscriber = ANY(${n}::text[]))")
+    };
     let due = due(
         t,
         "c.ctid AS row_id, c.seq, c.status, c.locked_by",
         "",
         same_subscriber,
+        &subscribers,
         by_tenant,
     );
     format!(
@@ -492,7 +503,16 @@ fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool) -> Str
 /// lease expired, from the live floor on, in `seq` order, skipping a row whose partition
 /// key has an older live row (per tenant and, in inboxes, per subscriber), locked with
 /// `SKIP LOCKED`. `gate` is a leading condition (the relay's advisory lock).
-fn due(t: &str, columns: &str, gate: &str, same_subscriber: &str, by_tenant: bool) -> String {
+/// `same_subscriber` is the key check's subscriber condition, `subscribers` the claim's
+/// own subscriber filter (inboxes).
+fn due(
+    t: &str,
+    columns: &str,
+    gate: &str,
+    same_subscriber: &str,
+    subscribers: &str,
+    by_tenant: bool,
+) -> String {
     let tenant_filter = if by_tenant {
         "AND c.tenant_id = $6::text AND c.status = 'PENDING'"
     } else {
@@ -501,7 +521,7 @@ fn due(t: &str, columns: &str, gate: &str, same_subscriber: &str, by_tenant: boo
     format!(
         "SELECT {columns} FROM {t} c \
          WHERE {gate} c.status IN ('PENDING', 'PROCESSING') \
-           AND c.seq >= COALESCE($5::int8, 0) {tenant_filter} \
+           AND c.seq >= COALESCE($5::int8, 0) {tenant_filter} {subscribers} \
            AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
              OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
            AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \

@@ -9,6 +9,7 @@ use bandeja_core::store::{
     RowView, SavepointStep, TransactionState,
 };
 use bandeja_core::store::{StaleReport, StaleRequest};
+use bandeja_core::subscriptions::Registration;
 use bandeja_core::wake::Wakers;
 use bandeja_core::{
     BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage, TenantId,
@@ -240,6 +241,9 @@ impl Store for PgStore {
         if let Some(tenant) = request.tenant {
             query = query.bind(tenant.as_str().to_owned());
         }
+        if box_kind.is_inbox() {
+            query = query.bind(request.subscribers);
+        }
         let rows = query
             .fetch_all(self.pool())
             .await
@@ -395,7 +399,6 @@ impl Store for PgStore {
         &self,
         kind: MessageKind,
         request: &ClaimRequest<'_>,
-        routes: &[Route],
     ) -> Result<Option<RelayReport>, StoreError> {
         let queries = self.queries(kind.outbox());
         let sql = if request.tenant.is_some() {
@@ -403,12 +406,6 @@ impl Store for PgStore {
         } else {
             &queries.relay
         };
-        let types: Vec<&str> = routes.iter().map(|r| r.message_type.as_str()).collect();
-        let subscribers: Vec<&str> = routes.iter().map(|r| r.subscriber.as_str()).collect();
-        let tenants: Vec<Option<&str>> = routes
-            .iter()
-            .map(|r| r.tenant.as_ref().map(TenantId::as_str))
-            .collect();
         let row = sqlx::query(sql)
             .bind(request.ordered)
             .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
@@ -416,9 +413,6 @@ impl Store for PgStore {
             .bind(seconds(request.lease))
             .bind(request.from_seq)
             .bind(request.tenant.map(|t| t.as_str().to_owned()))
-            .bind(types)
-            .bind(subscribers)
-            .bind(tenants)
             .fetch_one(self.pool())
             .await
             .map_err(|e| sqlx_error("relay outbox rows into the inbox", e))?;
@@ -454,6 +448,22 @@ impl Store for PgStore {
             self.local_wakers().wake(kind.inbox());
         }
         Ok(Some(report))
+    }
+
+    async fn register(&self, registration: &Registration<'_>) -> Result<(), StoreError> {
+        crate::subscriptions::register(self, registration).await
+    }
+
+    async fn unregister(&self, process: &str) -> Result<(), StoreError> {
+        crate::subscriptions::unregister(self, process).await
+    }
+
+    async fn routes(
+        &self,
+        kind: MessageKind,
+        service: Option<&str>,
+    ) -> Result<Vec<Route>, StoreError> {
+        crate::subscriptions::routes(self, kind, service).await
     }
 
     async fn maintain(&self, box_kind: BoxKind) -> Result<(), StoreError> {

@@ -67,7 +67,9 @@ async fn migrations_create_the_boxes_in_the_schema_and_are_idempotent() {
             "outbox_commands",
             "outbox_commands_archive",
             "outbox_events",
-            "outbox_events_archive"
+            "outbox_events_archive",
+            "subscription_processes",
+            "subscriptions"
         ]
     );
     let partial: i64 = sqlx::query_scalar(
@@ -122,6 +124,7 @@ async fn unmigrated_schema_is_a_migration_error() {
         ordered: true,
         from_seq: None,
         tenant: None,
+        subscribers: None,
     };
     let err = bare
         .claim(BoxKind::OutboxEvents, &request)

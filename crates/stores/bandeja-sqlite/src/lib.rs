@@ -6,6 +6,7 @@ mod decode;
 mod queries;
 mod staleness;
 mod store;
+mod subscriptions;
 
 use std::str::FromStr;
 use std::sync::Arc;

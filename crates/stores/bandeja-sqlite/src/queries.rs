@@ -66,8 +66,8 @@ impl BoxQueries {
             String::new()
         };
         BoxQueries {
-            select_due: select_due(t, same_subscriber, false),
-            select_due_tenant: select_due(t, same_subscriber, true),
+            select_due: select_due(t, same_subscriber, false, inbox),
+            select_due_tenant: select_due(t, same_subscriber, true, inbox),
             tenants: format!(
                 "SELECT DISTINCT tenant_id FROM {t} WHERE status = 'PENDING' LIMIT 10000"
             ),
@@ -174,15 +174,24 @@ fn insert_inbox(table: &str, ledger: bool) -> String {
 
 /// The due rows of a claim, in `seq` order: `?1` ordered (0/1), `?2` limit, `?3` floor
 /// seq; with `by_tenant`, only PENDING rows of tenant `?4`.
-fn select_due(t: &str, same_subscriber: &str, by_tenant: bool) -> String {
+/// The due rows of a claim: `?1` ordered, `?2` limit, `?3` floor, `?4` tenant (by
+/// tenant); in an inbox, the next parameter is a JSON array of the subscribers whose rows
+/// may be claimed (NULL: any).
+fn select_due(t: &str, same_subscriber: &str, by_tenant: bool, inbox: bool) -> String {
     let tenant_filter = if by_tenant {
         "AND c.tenant_id = ?4 AND c.status = 'PENDING'"
     } else {
         ""
     };
+    let subscribers = if inbox {
+        let n = if by_tenant { 5 } else { 4 };
+        format!("AND (?{n} IS NULL OR c.subscriber IN (SELECT value FROM json_each(?{n})))")
+    } else {
+        String::new()
+    };
     format!(
         "SELECT c.seq, c.status, c.locked_by FROM {t} c \
-         WHERE c.status IN ('PENDING', 'PROCESSING') AND c.seq >= COALESCE(?3, 0) {tenant_filter} \
+         WHERE c.status IN ('PENDING', 'PROCESSING') AND c.seq >= COALESCE(?3, 0) {tenant_filter} {subscribers} \
            AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
              OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
            AND (?1 = 0 OR c.partition_key IS NULL OR NOT EXISTS ( \

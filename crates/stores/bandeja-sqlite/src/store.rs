@@ -7,9 +7,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bandeja_core::config::{CompletionMode, CompletionModes};
 use bandeja_core::store::{
-    ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, Resolution, RowView, SavepointStep,
+    ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, Resolution, Route, RowView,
+    SavepointStep,
 };
 use bandeja_core::store::{StaleReport, StaleRequest};
+use bandeja_core::subscriptions::Registration;
 use bandeja_core::wake::Wakers;
 use bandeja_core::{
     BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage, TenantId,
@@ -242,6 +244,13 @@ impl Store for SqliteStore {
         if let Some(tenant) = request.tenant {
             select = select.bind(tenant.as_str().to_owned());
         }
+        if box_kind.is_inbox() {
+            select = select.bind(
+                request
+                    .subscribers
+                    .map(|names| serde_json::to_string(names).unwrap_or_default()),
+            );
+        }
         let due = select
             .fetch_all(&mut *tx)
             .await
@@ -428,6 +437,22 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| sqlx_error("savepoint", e))?;
         Ok(())
+    }
+
+    async fn register(&self, registration: &Registration<'_>) -> Result<(), StoreError> {
+        crate::subscriptions::register(self, registration).await
+    }
+
+    async fn unregister(&self, process: &str) -> Result<(), StoreError> {
+        crate::subscriptions::unregister(self, process).await
+    }
+
+    async fn routes(
+        &self,
+        kind: MessageKind,
+        service: Option<&str>,
+    ) -> Result<Vec<Route>, StoreError> {
+        crate::subscriptions::routes(self, kind, service).await
     }
 
     async fn active_tenants(&self, box_kind: BoxKind) -> Result<Vec<TenantId>, StoreError> {

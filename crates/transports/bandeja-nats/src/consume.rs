@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use crate::error::NatsError;
 use crate::names::address_token;
 use crate::streams;
+use bandeja_core::transport::routing::token;
 
 /// The first pause after a failure; it doubles up to the cap.
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
@@ -27,6 +28,9 @@ const MAX_PAUSE: Duration = Duration::from_secs(1);
 /// The pause before pulling a partition again that another process of the service holds
 /// (its batch in flight): short, since that batch is being stored and acknowledged.
 const BUSY_PAUSE: Duration = Duration::from_millis(20);
+/// How often a consumer reads the service's subscribed addresses again even when every
+/// message it receives is wanted (so an address retired stops being stored).
+const REFRESH_WANTED: Duration = Duration::from_secs(10);
 /// How long a pull waits right after one that brought messages.
 const BACKLOG_FETCH_WAIT: Duration = Duration::from_millis(50);
 /// How long past `fetch_wait` an empty pull may take before it counts as unanswered (the
@@ -74,8 +78,13 @@ pub(crate) struct Partition {
     pub(crate) config: pull::Config,
     /// The subjects of this partition up to the address (`<prefix>.<kind>.p<N>.`).
     pub(crate) subjects: String,
-    /// The address tokens this service consumes.
+    /// The address tokens this process subscribed to (its own subscribers' types).
     pub(crate) addresses: Arc<HashSet<String>>,
+    /// The address tokens this service consumes as last read from the database (the
+    /// subscriptions of every process of the service), always with `addresses`.
+    pub(crate) wanted: HashSet<String>,
+    /// When `wanted` was last read from the database.
+    pub(crate) refreshed_at: Option<Instant>,
     pub(crate) kind: MessageKind,
     pub(crate) batch_size: usize,
     pub(crate) fetch_wait: Duration,
@@ -218,12 +227,45 @@ impl Partition {
     /// Whether this service consumes the address of a subject.
     fn wanted(&self, message: &Message) -> bool {
         address_token(message.subject.as_str(), &self.subjects)
-            .is_some_and(|address| self.addresses.contains(address))
+            .is_some_and(|address| self.wanted.contains(address))
+    }
+
+    /// Reads the addresses the service consumes from the database again (through the
+    /// sink): another process of the service, of a newer version, may subscribe to types
+    /// this one does not. `false` when that could not be read.
+    async fn refresh_wanted(&mut self) -> bool {
+        match self.sink.addresses(self.kind).await {
+            Ok(Some(addresses)) => {
+                self.wanted = self.addresses.as_ref().clone();
+                self.wanted.extend(addresses.iter().map(|a| token(a)));
+                self.refreshed_at = Some(Instant::now());
+                true
+            }
+            Ok(None) => {
+                self.refreshed_at = Some(Instant::now());
+                true
+            }
+            Err(error) => {
+                tracing::warn!(consumer = self.name(), %error, "reading the service's subscriptions failed");
+                false
+            }
+        }
     }
 
     /// Stores the wanted messages of a batch (retrying until stored or stopped), then
-    /// acknowledges them; acknowledges the others at once. `false` when stopped first.
+    /// acknowledges them; acknowledges the others at once. Before it acknowledges a
+    /// message it believes is not this service's, and at least every [`REFRESH_WANTED`],
+    /// it reads the service's subscriptions again, so a type that another process of the
+    /// service subscribed to is stored, never dropped. `false` when stopped first.
     async fn deliver(&mut self, messages: Vec<Message>) -> bool {
+        let stale = self
+            .refreshed_at
+            .is_none_or(|at| at.elapsed() >= REFRESH_WANTED);
+        if (stale || !messages.iter().all(|m| self.wanted(m))) && !self.refresh_wanted().await {
+            // Unknown whether they are this service's: not acknowledged, redelivered.
+            acknowledge(&messages, AckKind::Nak(Some(MAX_PAUSE))).await;
+            return self.pause(MAX_PAUSE).await;
+        }
         let (kept, skipped): (Vec<Message>, Vec<Message>) =
             messages.into_iter().partition(|m| self.wanted(m));
         if !skipped.is_empty() {

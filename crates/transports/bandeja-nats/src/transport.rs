@@ -149,6 +149,8 @@ impl NatsTransport {
             ),
             subjects: self.names.partition_prefix(kind, partition),
             addresses: addresses.clone(),
+            wanted: addresses.as_ref().clone(),
+            refreshed_at: None,
             kind,
             batch_size,
             fetch_wait: self.options.fetch_wait,

@@ -202,9 +202,24 @@ impl<S: Inspect> Store for Flaky<S> {
         &self,
         kind: MessageKind,
         request: &ClaimRequest<'_>,
-        routes: &[Route],
     ) -> Result<Option<RelayReport>, StoreError> {
-        self.inner.relay(kind, request, routes).await
+        self.inner.relay(kind, request).await
+    }
+    async fn register(
+        &self,
+        registration: &crate::subscriptions::Registration<'_>,
+    ) -> Result<(), StoreError> {
+        self.inner.register(registration).await
+    }
+    async fn unregister(&self, process: &str) -> Result<(), StoreError> {
+        self.inner.unregister(process).await
+    }
+    async fn routes(
+        &self,
+        kind: MessageKind,
+        service: Option<&str>,
+    ) -> Result<Vec<Route>, StoreError> {
+        self.inner.routes(kind, service).await
     }
     async fn maintain(&self, box_kind: BoxKind) -> Result<(), StoreError> {
         self.inner.maintain(box_kind).await

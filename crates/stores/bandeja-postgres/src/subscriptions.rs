@@ -1,0 +1,113 @@
+//! The subscriptions in the database (migration 0008): a process registers and refreshes
+//! what it runs, and the relay and reception read who gets a row for a message type.
+
+use bandeja_core::store::Route;
+use bandeja_core::subscriptions::{kind_name, stored_route, Registration};
+use bandeja_core::{MessageKind, StoreError, TenantId};
+
+use crate::{sqlx_error, PgStore};
+
+/// Upserts the process's subscriptions and its process rows, in one statement (sorted, so
+/// that processes refreshing the same rows at once never deadlock).
+pub(crate) async fn register(
+    store: &PgStore,
+    registration: &Registration<'_>,
+) -> Result<(), StoreError> {
+    let mut subscriptions: Vec<(&str, &str, &str, &str)> = registration
+        .subscriptions
+        .iter()
+        .map(|s| {
+            (
+                s.kind_name(),
+                s.message_type.as_str(),
+                s.subscriber.as_str(),
+                s.tenant.as_ref().map_or("", TenantId::as_str),
+            )
+        })
+        .collect();
+    subscriptions.sort_unstable();
+    subscriptions.dedup();
+    let mut runs: Vec<(&str, &str)> = subscriptions.iter().map(|s| (s.0, s.2)).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    let schema = store.schema();
+    let sql = format!(
+        "WITH subs AS ( \
+           INSERT INTO \"{schema}\".subscriptions AS s \
+             (kind, message_type, subscriber, tenant_id, service, first_seen_at, last_seen_at) \
+           SELECT u.kind, u.message_type, u.subscriber, u.tenant_id, $5::text, \
+             statement_timestamp(), statement_timestamp() \
+           FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY \
+             AS u(kind, message_type, subscriber, tenant_id, ord) \
+           ORDER BY u.ord \
+           ON CONFLICT (kind, message_type, subscriber, tenant_id) DO UPDATE \
+             SET last_seen_at = EXCLUDED.last_seen_at, service = EXCLUDED.service \
+           RETURNING 1), \
+         procs AS ( \
+           INSERT INTO \"{schema}\".subscription_processes AS p \
+             (process, kind, subscriber, service, host, pid, started_at, last_seen_at) \
+           SELECT $6::text, u.kind, u.subscriber, $5::text, $7::text, $8::int8, \
+             statement_timestamp(), statement_timestamp() \
+           FROM UNNEST($9::text[], $10::text[]) WITH ORDINALITY AS u(kind, subscriber, ord) \
+           ORDER BY u.ord \
+           ON CONFLICT (process, kind, subscriber) DO UPDATE \
+             SET last_seen_at = EXCLUDED.last_seen_at \
+           RETURNING 1) \
+         SELECT (SELECT count(*) FROM subs) + (SELECT count(*) FROM procs)"
+    );
+    sqlx::query_scalar::<_, i64>(&sql)
+        .bind(subscriptions.iter().map(|s| s.0).collect::<Vec<_>>())
+        .bind(subscriptions.iter().map(|s| s.1).collect::<Vec<_>>())
+        .bind(subscriptions.iter().map(|s| s.2).collect::<Vec<_>>())
+        .bind(subscriptions.iter().map(|s| s.3).collect::<Vec<_>>())
+        .bind(registration.service)
+        .bind(registration.process)
+        .bind(registration.host)
+        .bind(i64::from(registration.pid))
+        .bind(runs.iter().map(|r| r.0).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.1).collect::<Vec<_>>())
+        .fetch_one(store.pool())
+        .await
+        .map_err(|e| sqlx_error("register the process's subscriptions", e))?;
+    Ok(())
+}
+
+/// Removes the process rows of a process that stops.
+pub(crate) async fn unregister(store: &PgStore, process: &str) -> Result<(), StoreError> {
+    let sql = format!(
+        "DELETE FROM \"{}\".subscription_processes WHERE process = $1",
+        store.schema()
+    );
+    sqlx::query(&sql)
+        .bind(process)
+        .execute(store.pool())
+        .await
+        .map_err(|e| sqlx_error("unregister the process", e))?;
+    Ok(())
+}
+
+/// The subscriptions of `kind` (of one service, or all), as routes.
+pub(crate) async fn routes(
+    store: &PgStore,
+    kind: MessageKind,
+    service: Option<&str>,
+) -> Result<Vec<Route>, StoreError> {
+    let sql = format!(
+        "SELECT message_type, subscriber, tenant_id FROM \"{}\".subscriptions \
+         WHERE kind = $1 AND ($2::text IS NULL OR service = $2::text) \
+         ORDER BY message_type, subscriber, tenant_id",
+        store.schema()
+    );
+    let rows: Vec<(String, String, String)> = sqlx::query_as(&sql)
+        .bind(kind_name(kind))
+        .bind(service)
+        .fetch_all(store.pool())
+        .await
+        .map_err(|e| sqlx_error("read the subscriptions", e))?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(message_type, subscriber, tenant)| {
+            stored_route(message_type, subscriber, &tenant)
+        })
+        .collect())
+}
