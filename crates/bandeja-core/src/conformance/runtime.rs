@@ -55,9 +55,16 @@ macro_rules! runtime_conformance_tests {
             broker_path_acknowledges_after_storing_and_absorbs_redeliveries,
             batch_handler_gets_batches_and_a_poison_event_fails_alone,
             a_tenant_backlog_does_not_starve_another_tenant,
+            a_process_without_a_subscriber_never_fails_its_rows,
+            rows_of_a_subscriber_no_process_runs_wait_for_one,
+            commands_wait_for_their_registered_handler,
+            reception_stores_rows_for_subscriptions_of_other_processes,
         );
     };
 }
+
+mod fleet;
+pub use fleet::*;
 
 const WAIT: Duration = Duration::from_secs(20);
 

@@ -35,6 +35,9 @@ use crate::transport::{
 pub mod blackhole;
 mod dispatch;
 mod flaky;
+mod fleet;
+
+pub use fleet::a_type_only_a_newer_process_subscribes_to_is_stored_for_it;
 
 pub use dispatch::{
     a_batch_whose_lease_is_too_short_is_released_not_published,
@@ -63,6 +66,7 @@ macro_rules! transport_conformance_tests {
             a_claim_failing_part_way_releases_what_it_claimed,
             a_batch_whose_lease_is_too_short_is_released_not_published,
             a_publish_past_its_deadline_is_unavailable,
+            a_type_only_a_newer_process_subscribes_to_is_stored_for_it,
         );
     };
     (@tests $store:path, $transport:path; $($name:ident),* $(,)?) => {
@@ -317,6 +321,10 @@ struct Faulty {
 
 #[async_trait]
 impl InboxSink for Faulty {
+    async fn addresses(&self, kind: MessageKind) -> crate::Result<Option<Vec<String>>> {
+        self.inner.addresses(kind).await
+    }
+
     async fn accept(&self, kind: MessageKind, bodies: &[&[u8]]) -> crate::Result<ReceiveReport> {
         let report = self.inner.accept(kind, bodies).await?;
         let first = self

@@ -57,28 +57,53 @@ impl DirectTransport {
         self
     }
 
-    /// For each message, the sink that takes it per consuming service.
-    fn routes(
+    /// For each message, the sink that takes it per consuming service. A subscription
+    /// takes the addresses it subscribed to and, like a broker consumer that receives its
+    /// service's whole stream, those its service consumes as the database knows them
+    /// ([`InboxSink::addresses`]: another process of the service may run a newer version).
+    async fn routes(
         &self,
         kind: MessageKind,
         messages: &[Outgoing<'_>],
     ) -> Vec<Vec<(u64, Arc<dyn InboxSink>)>> {
-        let Ok(sinks) = self.sinks.lock() else {
-            return messages.iter().map(|_| Vec::new()).collect();
-        };
+        let subscribed: Vec<(u64, String, Vec<String>, Arc<dyn InboxSink>)> =
+            match self.sinks.lock() {
+                Ok(sinks) => sinks
+                    .iter()
+                    .filter(|s| s.request.kind == kind)
+                    .map(|s| {
+                        (
+                            s.id,
+                            s.request.service.clone(),
+                            s.request.addresses.clone(),
+                            s.sink.clone(),
+                        )
+                    })
+                    .collect(),
+                Err(_) => return messages.iter().map(|_| Vec::new()).collect(),
+            };
+        let mut consuming = Vec::with_capacity(subscribed.len());
+        for (id, service, mut addresses, sink) in subscribed {
+            let lacks_one = messages
+                .iter()
+                .any(|m| !addresses.iter().any(|a| a == m.address));
+            if lacks_one {
+                if let Ok(Some(more)) = sink.addresses(kind).await {
+                    addresses.extend(more);
+                }
+            }
+            consuming.push((id, service, addresses, sink));
+        }
         messages
             .iter()
             .map(|message| {
                 let mut chosen: Vec<(&str, u64, Arc<dyn InboxSink>)> = Vec::new();
-                for s in sinks.iter().filter(|s| {
-                    s.request.kind == kind
-                        && s.request.addresses.iter().any(|a| a == message.address)
-                }) {
-                    if !chosen
-                        .iter()
-                        .any(|(service, _, _)| *service == s.request.service)
-                    {
-                        chosen.push((&s.request.service, s.id, s.sink.clone()));
+                for (id, service, _, sink) in consuming
+                    .iter()
+                    .filter(|(_, _, addresses, _)| addresses.iter().any(|a| a == message.address))
+                {
+                    if !chosen.iter().any(|(s, _, _)| s == service) {
+                        chosen.push((service, *id, sink.clone()));
                     }
                 }
                 chosen.into_iter().map(|(_, id, sink)| (id, sink)).collect()
@@ -105,7 +130,7 @@ impl Transport for DirectTransport {
                 .map(|_| Err(TransportError::deadline()))
                 .collect();
         }
-        let routes = self.routes(kind, messages);
+        let routes = self.routes(kind, messages).await;
         let mut results: Vec<Result<(), TransportError>> = messages
             .iter()
             .zip(&routes)

@@ -1,0 +1,302 @@
+//! Mixed fleets on one store: runtimes with different subscriber sets (an old and a new
+//! version of one application, the moment of a rolling deploy) fan out, claim and receive
+//! from the subscriptions in the database. A row is never FAILED because the process that
+//! met it lacks its subscriber: it waits for a process that runs it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{all, emit_pings, fast_config, rows, wait_rows, Archive, Behaviour, Recorder};
+use crate::config::Enabled;
+use crate::conformance::Ping;
+use crate::envelope::{Command, Payload};
+use crate::error::HandlerError;
+use crate::processing::{CommandHandler, HandlerContext};
+use crate::record::BoxKind;
+use crate::runtime::Bandeja;
+use crate::status::MessageStatus;
+use crate::store::{Inspect, Store};
+use crate::tenant::{self, TenantId};
+
+/// A command type no process ever registers a handler for.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Unhandled {
+    n: u64,
+}
+
+impl Payload for Unhandled {
+    const TYPE: &'static str = "conformance.Unhandled";
+}
+
+/// Counts the commands it handled.
+#[derive(Clone, Default)]
+struct Archiver(Arc<std::sync::Mutex<Vec<u64>>>);
+
+#[async_trait]
+impl<S: Store> CommandHandler<S, Archive> for Archiver {
+    async fn handle(
+        &self,
+        _ctx: &mut HandlerContext<'_, S>,
+        command: Command<Archive>,
+    ) -> Result<(), HandlerError> {
+        self.0.lock().expect("archived").push(command.payload.n);
+        Ok(())
+    }
+}
+
+fn seen_by(recorder: &Recorder, subscriber: &str) -> Vec<crate::envelope::MessageId> {
+    let mut ids: Vec<_> = recorder
+        .seen
+        .lock()
+        .expect("seen")
+        .iter()
+        .filter(|s| s.1 == subscriber)
+        .map(|s| s.0)
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Two processes on one database, the old one with subscriber `audit`, the new one with
+/// `audit` and `billing`: every event reaches `audit` once and `billing` once, whichever
+/// process relays it, and nothing is FAILED (the old process never claims a `billing` row).
+pub async fn a_process_without_a_subscriber_never_fails_its_rows<S: Inspect>(store: S) {
+    let old = Recorder::new(Behaviour::Succeed);
+    let new_audit = Recorder::new(Behaviour::Succeed);
+    let billing = Recorder::new(Behaviour::Pause(std::time::Duration::from_millis(5)));
+    let old_process = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .worker_id("old")
+        .on_event::<Ping, _>("audit", old.clone())
+        .build()
+        .expect("build the old process");
+    let new_process = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .worker_id("new")
+        .on_event::<Ping, _>("audit", new_audit.clone())
+        .on_event::<Ping, _>("billing", billing.clone())
+        .build()
+        .expect("build the new process");
+    let new_running = new_process.start().await.expect("start the new process");
+    let old_running = old_process.start().await.expect("start the old process");
+    let mut ids = emit_pings(&store, 0..20, |n| format!("k{}", n % 5)).await;
+    ids.extend(emit_pings(&store, 20..40, |n| format!("k{}", n % 5)).await);
+    ids.sort();
+    let inbox = wait_rows(
+        &store,
+        BoxKind::InboxEvents,
+        all(MessageStatus::Completed, 80),
+    )
+    .await;
+    old_running.shutdown().await;
+    new_running.shutdown().await;
+    let mut audited = seen_by(&old, "audit");
+    audited.extend(seen_by(&new_audit, "audit"));
+    audited.sort();
+    assert_eq!(audited, ids, "audit saw every event once");
+    assert_eq!(
+        seen_by(&billing, "billing"),
+        ids,
+        "billing saw every event once"
+    );
+    assert!(
+        inbox
+            .iter()
+            .all(|r| r.message.status == MessageStatus::Completed),
+        "nothing FAILED"
+    );
+}
+
+/// A subscription registered by a process that is not running keeps receiving: any
+/// process's relay creates its rows, which wait (PENDING, never FAILED) until a process
+/// that runs it starts and handles each once.
+pub async fn rows_of_a_subscriber_no_process_runs_wait_for_one<S: Inspect>(store: S) {
+    let billing = Recorder::new(Behaviour::Succeed);
+    let billing_process = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .on_event::<Ping, _>("billing", billing.clone())
+        .build()
+        .expect("build billing");
+    billing_process
+        .start()
+        .await
+        .expect("register billing")
+        .shutdown()
+        .await;
+    let audit = Recorder::new(Behaviour::Succeed);
+    let audit_running = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .on_event::<Ping, _>("audit", audit.clone())
+        .build()
+        .expect("build audit")
+        .start()
+        .await
+        .expect("start audit");
+    let ids = emit_pings(&store, 0..10, |n| format!("k{n}")).await;
+    let inbox = wait_rows(&store, BoxKind::InboxEvents, |rows| {
+        rows.len() == 20
+            && rows
+                .iter()
+                .filter(|r| r.message.subscriber.as_deref() == Some("audit"))
+                .all(|r| r.message.status == MessageStatus::Completed)
+    })
+    .await;
+    let waiting: Vec<_> = inbox
+        .iter()
+        .filter(|r| r.message.subscriber.as_deref() == Some("billing"))
+        .collect();
+    assert_eq!(waiting.len(), 10, "billing got a row for every event");
+    assert!(
+        waiting
+            .iter()
+            .all(|r| r.message.status == MessageStatus::Pending && r.message.retry_count == 0),
+        "billing's rows wait, untouched: {waiting:#?}"
+    );
+    let billing_running = billing_process.start().await.expect("start billing again");
+    wait_rows(
+        &store,
+        BoxKind::InboxEvents,
+        all(MessageStatus::Completed, 20),
+    )
+    .await;
+    billing_running.shutdown().await;
+    audit_running.shutdown().await;
+    let mut sorted = ids;
+    sorted.sort();
+    assert_eq!(seen_by(&billing, "billing"), sorted);
+    assert_eq!(seen_by(&audit, "audit"), sorted);
+}
+
+/// A command whose handler was registered by a process that is not running waits in the
+/// inbox for it; a command of a type no process has ever registered is FAILED with
+/// "no handler", whichever process relays it.
+pub async fn commands_wait_for_their_registered_handler<S: Inspect>(store: S) {
+    let archiver = Archiver::default();
+    let handler_process = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .on_command::<Archive, _>("archiver", archiver.clone())
+        .build()
+        .expect("build the handler's process");
+    handler_process
+        .start()
+        .await
+        .expect("register the handler")
+        .shutdown()
+        .await;
+    let mut config = fast_config();
+    config.commands_outbox.enabled = Enabled::On;
+    let sender = Bandeja::builder(store.clone())
+        .config(config)
+        .build()
+        .expect("build the sender");
+    let sending = sender.start().await.expect("start the sender");
+    let acme = TenantId::new("acme").expect("tenant");
+    let (archive, unhandled) = tenant::scope(acme, async {
+        (
+            Command::to_self("archiver", Archive { n: 7 }),
+            Command::to_self("archiver", Unhandled { n: 8 }),
+        )
+    })
+    .await;
+    sender.send(&archive.expect("command")).await.expect("send");
+    sender
+        .send(&unhandled.expect("command"))
+        .await
+        .expect("send");
+    let outbox = wait_rows(&store, BoxKind::OutboxCommands, |rows| {
+        rows.len() == 2
+            && rows.iter().all(|r| {
+                r.message.status != MessageStatus::Pending
+                    && r.message.status != MessageStatus::Processing
+            })
+    })
+    .await;
+    let status_of = |message_type: &str| {
+        outbox
+            .iter()
+            .find(|r| r.message.record.message_type == message_type)
+            .map(|r| {
+                (
+                    r.message.status,
+                    r.message.last_error.clone().unwrap_or_default(),
+                )
+            })
+            .expect("row")
+    };
+    assert_eq!(status_of(Archive::TYPE).0, MessageStatus::Completed);
+    let (status, error) = status_of(Unhandled::TYPE);
+    assert_eq!(status, MessageStatus::Failed);
+    assert!(
+        error.contains("no handler for command type `conformance.Unhandled`"),
+        "{error}"
+    );
+    let inbox = rows(&store, BoxKind::InboxCommands).await;
+    assert_eq!(
+        inbox.len(),
+        1,
+        "only the registered command reached the inbox"
+    );
+    assert_eq!(inbox[0].message.status, MessageStatus::Pending, "it waits");
+    assert!(archiver.0.lock().expect("archived").is_empty());
+    let handling = handler_process
+        .start()
+        .await
+        .expect("start the handler again");
+    wait_rows(
+        &store,
+        BoxKind::InboxCommands,
+        all(MessageStatus::Completed, 1),
+    )
+    .await;
+    handling.shutdown().await;
+    sending.shutdown().await;
+    assert_eq!(*archiver.0.lock().expect("archived"), vec![7]);
+}
+
+/// Broker path, two processes of one service with different subscriber sets: the process
+/// that receives a message stores a row for every subscription of the service registered
+/// in the database, including one only the other process runs, which handles it.
+pub async fn reception_stores_rows_for_subscriptions_of_other_processes<S: Inspect>(store: S) {
+    let transport = crate::transport::direct::DirectTransport::new();
+    let old = Recorder::new(Behaviour::Succeed);
+    let new_billing = Recorder::new(Behaviour::Succeed);
+    let old_process = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .service("svc")
+        .transport(Arc::new(transport.clone()))
+        .on_event::<Ping, _>("audit", old.clone())
+        .build()
+        .expect("build the old process");
+    let new_process = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .service("svc")
+        .transport(Arc::new(transport))
+        .on_event::<Ping, _>("audit", new_billing.clone())
+        .on_event::<Ping, _>("billing", new_billing.clone())
+        .build()
+        .expect("build the new process");
+    // The old process subscribes first, so it is the one that receives (one subscription
+    // per service gets each message).
+    let old_running = old_process.start().await.expect("start the old process");
+    let new_running = new_process.start().await.expect("start the new process");
+    let mut ids = emit_pings(&store, 0..10, |n| format!("k{n}")).await;
+    ids.sort();
+    let inbox = wait_rows(
+        &store,
+        BoxKind::InboxEvents,
+        all(MessageStatus::Completed, 20),
+    )
+    .await;
+    old_running.shutdown().await;
+    new_running.shutdown().await;
+    assert_eq!(seen_by(&new_billing, "billing"), ids);
+    let mut audited = seen_by(&old, "audit");
+    audited.extend(seen_by(&new_billing, "audit"));
+    audited.sort();
+    assert_eq!(audited, ids);
+    assert!(inbox
+        .iter()
+        .all(|r| r.message.subscriber.as_deref()
+            != Some(crate::transport::wire::REJECTED_SUBSCRIBER)));
+}
