@@ -410,8 +410,13 @@ impl<S: Store> Bandeja<S> {
     /// Starts the enabled workers (and, with a broker transport, its subscriptions).
     pub async fn start(&self) -> Result<Running> {
         // Registered before any worker or receiver runs: from now on every relay and every
-        // reception fans out to this process's subscriptions too.
-        crate::maintenance::heartbeat::register(&self.shared).await?;
+        // reception fans out to this process's subscriptions too. A database that does not
+        // answer yet does not stop the start: the heartbeat registers them as soon as it
+        // does (a subscription receives what is relayed from its first registration on).
+        let registered = crate::maintenance::heartbeat::register(&self.shared).await;
+        if let Err(error) = &registered {
+            tracing::warn!(%error, process = %self.shared.process, "registering this process's subscriptions failed: started anyway, registering again every second until it works");
+        }
         let (stop, stop_rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
         for box_kind in BoxKind::ALL {
@@ -428,6 +433,7 @@ impl<S: Store> Bandeja<S> {
         crate::maintenance::spawn(&self.shared, &mut tasks, &stop_rx);
         tasks.spawn(crate::maintenance::heartbeat::run(
             self.shared.clone(),
+            registered.is_ok(),
             stop_rx.clone(),
         ));
         let mut subscriptions = Vec::new();

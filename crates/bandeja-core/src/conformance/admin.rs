@@ -19,6 +19,9 @@ use crate::status::MessageStatus;
 use crate::store::{Delivery, Inspect, Outcome, Resolution, RowView, Store};
 use crate::tenant::TenantId;
 
+mod rejected;
+pub use rejected::retry_routes_a_rejected_message_once_a_subscription_exists;
+
 /// A row read back from an archive table by the store's test crate: id, subscriber, status.
 pub type ArchivedRow = (MessageId, Option<String>, MessageStatus);
 
@@ -45,6 +48,7 @@ macro_rules! admin_conformance_tests {
             purge_deletes_old_completed_rows_only,
             purge_and_archive_count_a_row_completed_just_before_the_horizon,
             sql_metacharacters_in_filters_match_nothing_and_break_nothing,
+            retry_routes_a_rejected_message_once_a_subscription_exists,
         );
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,7 @@
 //! refresh is logged and tried again at the next beat; the process keeps working.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -26,12 +27,37 @@ pub(crate) async fn register<S: Store>(shared: &Shared<S>) -> Result<(), StoreEr
         .await
 }
 
-/// Refreshes the registration until `stop`, then removes the process's rows.
-pub(crate) async fn run<S: Store>(shared: Arc<Shared<S>>, mut stop: watch::Receiver<bool>) {
+/// How soon a registration that failed at start is tried again.
+const UNREGISTERED_RETRY: Duration = Duration::from_secs(1);
+
+/// Refreshes the registration until `stop`, then removes the process's rows. Until a first
+/// registration succeeded (`registered` false: the database did not answer at start), it
+/// tries every [`UNREGISTERED_RETRY`].
+pub(crate) async fn run<S: Store>(
+    shared: Arc<Shared<S>>,
+    mut registered: bool,
+    mut stop: watch::Receiver<bool>,
+) {
     let every = heartbeat_every(shared.config.stuck_threshold);
-    while super::pause(&mut stop, every).await {
-        if let Err(error) = register(&shared).await {
-            tracing::warn!(%error, process = %shared.process, "refreshing the subscriptions failed: trying again at the next heartbeat");
+    loop {
+        let pause = if registered {
+            every
+        } else {
+            every.min(UNREGISTERED_RETRY)
+        };
+        if !super::pause(&mut stop, pause).await {
+            break;
+        }
+        match register(&shared).await {
+            Ok(()) => {
+                if !registered {
+                    tracing::info!(process = %shared.process, "this process's subscriptions are registered");
+                }
+                registered = true;
+            }
+            Err(error) => {
+                tracing::warn!(%error, process = %shared.process, "refreshing the subscriptions failed: trying again at the next heartbeat");
+            }
         }
     }
     if let Err(error) = shared.store.unregister(&shared.process).await {

@@ -27,6 +27,14 @@ struct Subscribed {
 
 type Sinks = Arc<Mutex<Vec<Subscribed>>>;
 
+/// A subscription as one publish sees it: the addresses it consumes now.
+struct Consuming {
+    id: u64,
+    service: String,
+    addresses: Vec<String>,
+    sink: Arc<dyn InboxSink>,
+}
+
 /// The broker-less transport. Clones share their subscribers.
 #[derive(Clone)]
 pub struct DirectTransport {
@@ -66,47 +74,42 @@ impl DirectTransport {
         kind: MessageKind,
         messages: &[Outgoing<'_>],
     ) -> Vec<Vec<(u64, Arc<dyn InboxSink>)>> {
-        let subscribed: Vec<(u64, String, Vec<String>, Arc<dyn InboxSink>)> =
-            match self.sinks.lock() {
-                Ok(sinks) => sinks
-                    .iter()
-                    .filter(|s| s.request.kind == kind)
-                    .map(|s| {
-                        (
-                            s.id,
-                            s.request.service.clone(),
-                            s.request.addresses.clone(),
-                            s.sink.clone(),
-                        )
-                    })
-                    .collect(),
-                Err(_) => return messages.iter().map(|_| Vec::new()).collect(),
-            };
-        let mut consuming = Vec::with_capacity(subscribed.len());
-        for (id, service, mut addresses, sink) in subscribed {
+        let mut consuming: Vec<Consuming> = match self.sinks.lock() {
+            Ok(sinks) => sinks
+                .iter()
+                .filter(|s| s.request.kind == kind)
+                .map(|s| Consuming {
+                    id: s.id,
+                    service: s.request.service.clone(),
+                    addresses: s.request.addresses.clone(),
+                    sink: s.sink.clone(),
+                })
+                .collect(),
+            Err(_) => return messages.iter().map(|_| Vec::new()).collect(),
+        };
+        for c in &mut consuming {
             let lacks_one = messages
                 .iter()
-                .any(|m| !addresses.iter().any(|a| a == m.address));
+                .any(|m| !c.addresses.iter().any(|a| a == m.address));
             if lacks_one {
-                if let Ok(Some(more)) = sink.addresses(kind).await {
-                    addresses.extend(more);
+                if let Ok(Some(more)) = c.sink.addresses(kind).await {
+                    c.addresses.extend(more);
                 }
             }
-            consuming.push((id, service, addresses, sink));
         }
         messages
             .iter()
             .map(|message| {
-                let mut chosen: Vec<(&str, u64, Arc<dyn InboxSink>)> = Vec::new();
-                for (id, service, _, sink) in consuming
+                let mut chosen: Vec<&Consuming> = Vec::new();
+                for c in consuming
                     .iter()
-                    .filter(|(_, _, addresses, _)| addresses.iter().any(|a| a == message.address))
+                    .filter(|c| c.addresses.iter().any(|a| a == message.address))
                 {
-                    if !chosen.iter().any(|(s, _, _)| s == service) {
-                        chosen.push((service, *id, sink.clone()));
+                    if !chosen.iter().any(|other| other.service == c.service) {
+                        chosen.push(c);
                     }
                 }
-                chosen.into_iter().map(|(_, id, sink)| (id, sink)).collect()
+                chosen.into_iter().map(|c| (c.id, c.sink.clone())).collect()
             })
             .collect()
     }
