@@ -459,8 +459,8 @@ pub struct Config {
     pub commands_inbox: WorkerConfig,
     /// `commands.topics`: target service name → broker topic (default: empty).
     pub command_topics: BTreeMap<String, String>,
-    /// `stuck-threshold`: how long a message may stay in flight before it is
-    /// considered stuck (default: PT5M).
+    /// `stuck-threshold`: how long a PENDING row may stay unchanged (since its
+    /// `last_modified_at`) before it is considered stuck (default: PT5M).
     pub stuck_threshold: Duration,
     /// `[staleness]`: the monitor that marks forgotten rows FAILED (default: off).
     pub staleness: Staleness,
