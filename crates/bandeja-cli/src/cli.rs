@@ -1,6 +1,7 @@
 //! The command line: global options, the command tree and each command's arguments (clap).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use bandeja_core::admin::MessageFilter;
@@ -50,6 +51,19 @@ pub(crate) struct Cli {
     )]
     pub(crate) connect_timeout: Duration,
 
+    /// The application's bandeja configuration file (TOML, bandeja's or the seed's
+    /// `app.*` names). Read and checked at start: an unknown key or a bad value is an
+    /// error naming the key and the file. Its `stuck-threshold` is the default of
+    /// `--stuck-threshold`. `BANDEJA_*` variables override it, as in the application.
+    #[arg(
+        long,
+        env = "BANDEJA_CONFIG",
+        global = true,
+        value_name = "FILE",
+        help_heading = GLOBAL
+    )]
+    pub(crate) config: Option<PathBuf>,
+
     /// Print one JSON document instead of text (every command).
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub(crate) json: bool,
@@ -90,8 +104,12 @@ pub(crate) struct StatusArgs {
     /// One line per box and tenant.
     #[arg(long)]
     pub(crate) by_tenant: bool,
-    /// A PENDING row older than this counts as stuck.
-    #[arg(long, default_value = "PT5M", value_parser = args::duration)]
+    /// A PENDING row untouched (since its last change) for longer than this counts as
+    /// stuck [default: the configuration's `stuck-threshold`, PT5M].
+    #[arg(long = "stuck-threshold", value_name = "DURATION", value_parser = args::duration)]
+    pub(crate) stuck_threshold_flag: Option<Duration>,
+    /// `--stuck-threshold`, or else the configuration's (set by [`Cli::resolve`]).
+    #[arg(skip = DEFAULT_STUCK_THRESHOLD)]
     pub(crate) stuck_threshold: Duration,
 }
 
@@ -234,9 +252,30 @@ pub(crate) struct ServeArgs {
     /// generated for this run and printed with the dashboard URL.
     #[arg(long, env = "BANDEJA_ADMIN_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
-    /// A PENDING row older than this makes /health DOWN.
-    #[arg(long, default_value = "PT5M", value_parser = args::duration)]
+    /// A PENDING row untouched (since its last change) for longer than this makes /health
+    /// DOWN [default: the configuration's `stuck-threshold`, PT5M].
+    #[arg(long = "stuck-threshold", value_name = "DURATION", value_parser = args::duration)]
+    pub(crate) stuck_threshold_flag: Option<Duration>,
+    /// `--stuck-threshold`, or else the configuration's (set by [`Cli::resolve`]).
+    #[arg(skip = DEFAULT_STUCK_THRESHOLD)]
     pub(crate) stuck_threshold: Duration,
+}
+
+/// The specification's `stuck-threshold` default, until [`Cli::resolve`] sets the one in
+/// force.
+const DEFAULT_STUCK_THRESHOLD: Duration = Duration::from_secs(300);
+
+impl Cli {
+    /// Takes what the commands use from the configuration (`--config`, `BANDEJA_*`) where
+    /// the command line did not set it: the stuck threshold.
+    pub(crate) fn resolve(&mut self, config: &bandeja_core::Config) {
+        let (flag, threshold) = match &mut self.command {
+            Command::Status(args) => (args.stuck_threshold_flag, &mut args.stuck_threshold),
+            Command::Serve(args) => (args.stuck_threshold_flag, &mut args.stuck_threshold),
+            _ => return,
+        };
+        *threshold = flag.unwrap_or(config.stuck_threshold);
+    }
 }
 
 #[cfg(test)]
@@ -247,6 +286,29 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_stuck_threshold_is_the_flag_or_else_the_configuration() {
+        let config = bandeja_core::Config {
+            stuck_threshold: Duration::from_secs(420),
+            ..bandeja_core::Config::default()
+        };
+        let threshold = |args: &[&str]| {
+            let mut cli = Cli::try_parse_from(args).expect("parses");
+            cli.resolve(&config);
+            match cli.command {
+                Command::Status(a) => a.stuck_threshold,
+                Command::Serve(a) => a.stuck_threshold,
+                other => panic!("unexpected {other:?}"),
+            }
+        };
+        assert_eq!(threshold(&["bandeja", "status"]), Duration::from_secs(420));
+        assert_eq!(threshold(&["bandeja", "serve"]), Duration::from_secs(420));
+        let flag = ["bandeja", "status", "--stuck-threshold", "1m"];
+        assert_eq!(threshold(&flag), Duration::from_secs(60));
+        let flag = ["bandeja", "serve", "--stuck-threshold", "PT2M"];
+        assert_eq!(threshold(&flag), Duration::from_secs(120));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use bandeja_core::Config;
 use bandeja_postgres::PgStore;
 use bandeja_sqlite::SqliteStore;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -42,8 +43,22 @@ fn backend_of(url: &str) -> Result<Backend, CliError> {
     }
 }
 
-/// Opens the database of `cli` and runs its command there.
-pub(crate) async fn open_and_run(cli: Cli) -> Result<(), CliError> {
+/// Variables of the `bandeja` command itself, not configuration keys.
+const CLI_VARS: [&str; 2] = ["BANDEJA_SCHEMA", "BANDEJA_ADMIN_TOKEN"];
+
+/// The configuration: the `--config` file (if any), then the `BANDEJA_*` variables (but
+/// the command's own), checked at once so that a typo is an error before anything runs.
+fn load_config(cli: &Cli) -> Result<Config, CliError> {
+    let vars = bandeja_core::config::process_env_vars()?
+        .into_iter()
+        .filter(|(name, _)| !CLI_VARS.contains(&name.as_str()));
+    Ok(Config::default().load_over_with_env(cli.config.as_deref(), vars)?)
+}
+
+/// Reads the configuration, opens the database of `cli` and runs its command there.
+pub(crate) async fn open_and_run(mut cli: Cli) -> Result<(), CliError> {
+    let config = load_config(&cli)?;
+    cli.resolve(&config);
     let url = cli.database.clone().ok_or_else(|| {
         CliError::Usage(
             "no database: pass --database URL or set DATABASE_URL \

@@ -33,7 +33,7 @@ Exit codes:
   0  success (also when nothing matched)
   1  runtime or database error (unreachable database, failed statement, migrations missing)
   2  usage error (bad arguments, unknown database URL scheme, invalid schema name,
-     serve off loopback without --token)
+     serve off loopback without --token, a bad --config file or BANDEJA_* variable)
   3  not found (no row holds the message id)
   4  aborted: a destructive command was not confirmed (answered no, or stdin is not a
      terminal and --yes was not given); nothing changed";
@@ -44,6 +44,10 @@ pub(crate) enum CliError {
     /// Bad arguments that clap could not catch.
     #[error("{0}")]
     Usage(String),
+    /// The configuration (`--config` file, `BANDEJA_*` variables) is not usable: the
+    /// message names the key (and the file).
+    #[error("{}", .0.full_message())]
+    Config(#[from] bandeja_core::ConfigError),
     /// The database could not be opened.
     #[error("cannot open the database {url}: {reason}")]
     Connect {
@@ -78,6 +82,7 @@ impl CliError {
     pub(crate) fn exit(&self) -> Exit {
         match self {
             CliError::Usage(_)
+            | CliError::Config(_)
             | CliError::Serve(bandeja_http::ServeError::NonLoopbackWithoutToken { .. }) => {
                 Exit::Usage
             }

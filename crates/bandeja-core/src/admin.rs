@@ -32,14 +32,18 @@ pub struct BoxCounters {
     pub processing: u64,
     /// FAILED rows.
     pub failed: u64,
-    /// PENDING rows created longer ago than the stuck threshold.
+    /// PENDING rows unchanged for longer than the stuck threshold: their last change
+    /// (`last_modified_at`: insert, a release back to PENDING after a failed attempt, an
+    /// operator's retry or replay) is older than the threshold. An old row an operator just
+    /// retried is not stuck; it is again if nothing takes it for that long.
     pub stuck: u64,
     /// PENDING, PROCESSING or FAILED rows whose lease was taken over at least once
     /// (`takeover_count > 0`): a worker holding them stopped (a crash, a kill, a lost
     /// connection) and another took them over after the lease ran out. COMPLETED rows are
     /// not counted (their history is never scanned).
     pub taken_over: u64,
-    /// `created_at` of the oldest PENDING row.
+    /// The oldest `last_modified_at` among the PENDING rows: since when the PENDING row
+    /// left alone the longest has been waiting (what `stuck` measures).
     pub oldest_pending_at: Option<DateTime<Utc>>,
     /// The latest `completed_at`.
     pub last_processed_at: Option<DateTime<Utc>>,
@@ -70,7 +74,7 @@ impl BoxCounters {
             MessageStatus::Pending => {
                 self.pending += group.count;
                 self.stuck += group.stuck;
-                self.oldest_pending_at = match (self.oldest_pending_at, group.oldest_created_at) {
+                self.oldest_pending_at = match (self.oldest_pending_at, group.oldest_modified_at) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
@@ -109,9 +113,9 @@ pub struct StatusGroup {
     pub status: MessageStatus,
     /// How many rows.
     pub count: u64,
-    /// The oldest `created_at` among them (PENDING groups).
-    pub oldest_created_at: Option<DateTime<Utc>>,
-    /// How many were created before the stuck threshold (PENDING groups).
+    /// The oldest `last_modified_at` among them (PENDING groups).
+    pub oldest_modified_at: Option<DateTime<Utc>>,
+    /// How many were last modified before the stuck threshold (PENDING groups).
     pub stuck: u64,
     /// How many were taken over at least once (`takeover_count > 0`).
     pub taken_over: u64,
@@ -272,8 +276,9 @@ pub trait Admin: Inspect {
     async fn ping(&self) -> Result<(), StoreError>;
 
     /// The counters of each of the four boxes (`by_tenant`: one entry per box and tenant
-    /// that has rows in a live or FAILED status). A PENDING row is stuck when it was
-    /// created more than `stuck_threshold` ago.
+    /// that has rows in a live or FAILED status). A PENDING row is stuck when its last
+    /// change (`last_modified_at`, not `created_at`) is more than `stuck_threshold` ago;
+    /// `oldest_pending_at` is the oldest such change among PENDING rows.
     async fn counters(
         &self,
         stuck_threshold: Duration,
@@ -388,7 +393,7 @@ mod tests {
             tenant: tenant.into(),
             status,
             count,
-            oldest_created_at: oldest,
+            oldest_modified_at: oldest,
             stuck,
             taken_over: 0,
         };

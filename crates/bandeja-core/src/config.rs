@@ -35,9 +35,25 @@
 //! message to bandeja and is handled again: make the retention longer than the longest
 //! time a broker may redeliver (its own retention or replay window).
 //!
+//! # The seed's names
+//!
+//! The names of seed 000 (the Java archetype's `application.yml`) are accepted beside
+//! bandeja's, so a team can keep the keys it has: `app.events.outbox-processor` is
+//! `events.outbox`, `app.events.inbox-processor` is `events.inbox`,
+//! `app.commands.outbox-dispatcher` is `commands.outbox`, `app.commands.inbox-processor` is
+//! `commands.inbox` (every key of a group works under either name, see [`Group::seed_key`])
+//! and `app.commands.topics` is `commands.topics`. In TOML `[app.events.outbox-processor]`
+//! then `batch-size = 100`; in the environment the same rule as above,
+//! `BANDEJA_APP_EVENTS_OUTBOX_PROCESSOR_BATCH_SIZE=100` and
+//! `BANDEJA_APP_COMMANDS_TOPICS=billing=billing.commands`. Any other key under `app` is an
+//! unknown key. One source (the file, or the environment) that sets one setting under both
+//! names with different values is [`ConfigError::Conflict`], naming both; the same value
+//! twice is accepted. Across sources the later one wins, as for any key.
+//!
 //! Durations are written as ISO-8601 (`PT5S`) or in human form (`5s`), see
 //! [`parse_duration`]. Unknown keys and bad values are errors naming the full dotted key
-//! (or the variable), so a typo never silently falls back to a default.
+//! (or the variable), so a typo never silently falls back to a default; an error in a file
+//! also names the file ([`ConfigError::InFile`]).
 
 mod duration;
 mod housekeeping;
@@ -398,6 +414,20 @@ impl Group {
         }
     }
 
+    /// The group's name in seed 000 (the Java archetype's `application.yml`), accepted
+    /// beside [`Group::key`] in files and (as `BANDEJA_APP_EVENTS_OUTBOX_PROCESSOR_<KEY>`)
+    /// in the environment: `app.events.outbox-processor`, `app.events.inbox-processor`,
+    /// `app.commands.outbox-dispatcher` or `app.commands.inbox-processor`.
+    #[must_use]
+    pub fn seed_key(self) -> &'static str {
+        match self {
+            Group::EventsOutbox => "app.events.outbox-processor",
+            Group::EventsInbox => "app.events.inbox-processor",
+            Group::CommandsOutbox => "app.commands.outbox-dispatcher",
+            Group::CommandsInbox => "app.commands.inbox-processor",
+        }
+    }
+
     /// The default settings of this group.
     #[must_use]
     pub fn defaults(self) -> WorkerConfig {
@@ -429,8 +459,8 @@ pub struct Config {
     pub commands_inbox: WorkerConfig,
     /// `commands.topics`: target service name → broker topic (default: empty).
     pub command_topics: BTreeMap<String, String>,
-    /// `stuck-threshold`: how long a message may stay in flight before it is
-    /// considered stuck (default: PT5M).
+    /// `stuck-threshold`: how long a PENDING row may stay unchanged (since its
+    /// `last_modified_at`) before it is considered stuck (default: PT5M).
     pub stuck_threshold: Duration,
     /// `[staleness]`: the monitor that marks forgotten rows FAILED (default: off).
     pub staleness: Staleness,
@@ -492,16 +522,18 @@ impl Config {
 
     /// The defaults overlaid by the TOML document `s`, validated.
     pub fn from_toml_str(s: &str) -> Result<Config, ConfigError> {
-        let config = sources::parse_toml(s, "<string>")?;
-        config.validate()?;
+        let mut config = Config::default();
+        let written = sources::overlay_toml_text(&mut config, s, "<string>")?;
+        config
+            .validate()
+            .map_err(|e| sources::attribute(e, None, &written, &sources::Written::default()))?;
         Ok(config)
     }
 
-    /// The defaults overlaid by the TOML file at `path`, validated.
+    /// The defaults overlaid by the TOML file at `path`, validated. An unknown key or a bad
+    /// value is [`ConfigError::InFile`], naming the file and the key.
     pub fn from_toml_file(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
-        let config = sources::read_toml_file(path.as_ref())?;
-        config.validate()?;
-        Ok(config)
+        Config::default().load_over_with_env(Some(path.as_ref()), std::iter::empty())
     }
 
     /// Overlays the variables of `vars` whose name starts with `BANDEJA_` (see the module
@@ -522,19 +554,46 @@ impl Config {
         self.apply_env(sources::process_env()?)
     }
 
-    /// File (if given) then environment, validated once at the end: the usual startup
-    /// entry point. The path is the caller's choice (a command-line flag, or the reserved
-    /// `BANDEJA_CONFIG` variable, which this function does not read itself).
+    /// The defaults, then the file (if given), then the environment, validated once at the
+    /// end: the usual startup entry point. The path is the caller's choice (a command-line
+    /// flag such as `--config`, or the reserved `BANDEJA_CONFIG` variable, which this
+    /// function does not read itself).
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
-        let mut config = match path {
-            Some(path) => sources::read_toml_file(path)?,
-            None => Config::default(),
-        };
-        sources::overlay_env(&mut config, sources::process_env()?)?;
-        config.validate()?;
-        tracing::debug!(file = ?path, config = ?config, "bandeja configuration loaded");
-        Ok(config)
+        Config::default().load_over(path)
     }
+
+    /// [`Config::load`] over `self` instead of the defaults: settings an application made
+    /// in code, then the file (if given), then the process's `BANDEJA_` variables.
+    pub fn load_over(self, path: Option<&Path>) -> Result<Config, ConfigError> {
+        self.load_over_with_env(path, sources::process_env()?)
+    }
+
+    /// `self`, overlaid by the TOML file at `path` (if given), then by the `BANDEJA_`
+    /// variables of `vars` (as [`Config::apply_env`]), validated once at the end. An
+    /// error in the file, or a validation error about a setting only the file set, is
+    /// [`ConfigError::InFile`] (naming the key as the file wrote it).
+    pub fn load_over_with_env<I: IntoIterator<Item = (String, String)>>(
+        mut self,
+        path: Option<&Path>,
+        vars: I,
+    ) -> Result<Config, ConfigError> {
+        let from_file = match path {
+            Some(path) => sources::read_toml_file(&mut self, path)?,
+            None => sources::Written::default(),
+        };
+        let from_env = sources::overlay_env(&mut self, vars)?;
+        self.validate()
+            .map_err(|e| sources::attribute(e, path, &from_file, &from_env))?;
+        tracing::debug!(file = ?path, config = ?self, "bandeja configuration loaded");
+        Ok(self)
+    }
+}
+
+/// The `BANDEJA_` variables of this process (those [`Config::apply_process_env`] and
+/// [`Config::load`] read), for a caller that filters out variables of its own before
+/// [`Config::load_over_with_env`]. A variable whose name or value is not UTF-8 is an error.
+pub fn process_env_vars() -> Result<Vec<(String, String)>, ConfigError> {
+    sources::process_env()
 }
 
 /// A configuration that cannot be used. Every variant names the offending key: the full
@@ -577,6 +636,62 @@ pub enum ConfigError {
         #[source]
         source: toml::de::Error,
     },
+    /// One setting written under both its names (bandeja's and seed 000's, e.g.
+    /// `events.outbox.batch-size` and `app.events.outbox-processor.batch-size`) in one
+    /// source, with different values.
+    #[error(
+        "`{key}` and `{other_key}` are one setting (one is the seed's name of the other) \
+         written with different values, `{value}` and `{other_value}`: keep one of them"
+    )]
+    Conflict {
+        /// One of the names, as written (a dotted key or a variable).
+        key: String,
+        /// Its value, as written.
+        value: String,
+        /// The other name, as written.
+        other_key: String,
+        /// Its value, as written.
+        other_value: String,
+    },
+    /// An error in a configuration file: which file, then what is wrong there.
+    #[error("in configuration file `{}`: {error}", path.display())]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong in it ([`ConfigError::UnknownKey`], [`ConfigError::InvalidValue`]
+        /// or [`ConfigError::Conflict`]).
+        error: Box<ConfigError>,
+    },
+}
+
+impl ConfigError {
+    /// The key (or variable) this error names, looking through [`ConfigError::InFile`];
+    /// for a conflict, the first of the two names. `None` for I/O and syntax errors.
+    #[must_use]
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ConfigError::UnknownKey { key }
+            | ConfigError::InvalidValue { key, .. }
+            | ConfigError::Conflict { key, .. } => Some(key),
+            ConfigError::InFile { error, .. } => error.key(),
+            ConfigError::Io { .. } | ConfigError::Parse { .. } => None,
+        }
+    }
+
+    /// The message followed by its causes (why a file could not be read, where its TOML
+    /// is malformed), for a program that prints one line and exits: the error's own
+    /// `Display` leaves those to [`std::error::Error::source`].
+    #[must_use]
+    pub fn full_message(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(error) = cause {
+            text.push_str(": ");
+            text.push_str(error.to_string().trim_end());
+            cause = error.source();
+        }
+        text
+    }
 }
 
 #[cfg(test)]
@@ -624,6 +739,26 @@ mod tests {
         assert_eq!(config.stuck_threshold, secs(300));
         assert!(config.command_topics.is_empty());
         assert_eq!(config.validate().ok(), Some(()));
+    }
+
+    #[test]
+    fn full_messages_carry_the_cause() {
+        let missing =
+            std::env::temp_dir().join(format!("bandeja-none-{}.toml", uuid::Uuid::new_v4()));
+        let error = Config::from_toml_file(&missing).err();
+        let message = error.map(|e| e.full_message()).unwrap_or_default();
+        assert!(
+            message.contains("cannot read configuration file"),
+            "{message}"
+        );
+        assert!(message.contains("No such file"), "{message}");
+        let error = Config::from_toml_str("[events.outbox\n").err();
+        let message = error.map(|e| e.full_message()).unwrap_or_default();
+        assert!(
+            message.contains("malformed TOML in <string>: "),
+            "{message}"
+        );
+        assert!(message.contains("line 1"), "{message}");
     }
 
     #[test]

@@ -241,6 +241,14 @@ const GROUPS: [&str; 4] = [
     "commands.inbox",
 ];
 
+/// The seed's names of the same groups (seed 000, the Java archetype's keys).
+const SEED_GROUPS: [&str; 4] = [
+    "app.events.outbox-processor",
+    "app.events.inbox-processor",
+    "app.commands.outbox-dispatcher",
+    "app.commands.inbox-processor",
+];
+
 /// A valid duration written in one of the accepted forms.
 fn duration_text() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -355,7 +363,7 @@ fn level_keys(level: usize) -> (&'static str, Vec<&'static str>) {
     match level {
         0 => (
             "",
-            vec!["stuck-threshold", "events", "commands", "staleness"],
+            vec!["stuck-threshold", "events", "commands", "staleness", "app"],
         ),
         1 => ("events", vec!["outbox", "inbox"]),
         2 => ("commands", vec!["outbox", "inbox", "topics"]),
@@ -369,12 +377,13 @@ fn known_env_vars() -> Vec<String> {
     let mut names = vec![
         "BANDEJA_STUCK_THRESHOLD".to_owned(),
         "BANDEJA_COMMANDS_TOPICS".to_owned(),
+        "BANDEJA_APP_COMMANDS_TOPICS".to_owned(),
     ];
     let upper = |s: &str| s.to_ascii_uppercase().replace(['-', '.'], "_");
     for key in STALENESS_KEYS {
         names.push(format!("BANDEJA_STALENESS_{}", upper(key)));
     }
-    for group in GROUPS {
+    for group in GROUPS.into_iter().chain(SEED_GROUPS) {
         for key in GROUP_KEYS {
             names.push(format!("BANDEJA_{}_{}", upper(group), upper(key)));
         }
@@ -422,12 +431,10 @@ fn unknown_env_var() -> impl Strategy<Value = String> {
     })
 }
 
-/// The key a configuration error names.
+/// The key a configuration error names (for a conflict between the two names of one
+/// setting, the first).
 fn named_key(error: &ConfigError) -> Option<&str> {
-    match error {
-        ConfigError::UnknownKey { key } | ConfigError::InvalidValue { key, .. } => Some(key),
-        _ => None,
-    }
+    error.key()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 //! `GET /health` and `GET /boxes`: the box counters, and the health verdict drawn from them
-//! (DOWN when PENDING rows are older than the stuck threshold or the database does not
-//! answer).
+//! (DOWN when PENDING rows are unchanged for longer than the stuck threshold, measured from
+//! their `last_modified_at`, or the database does not answer).
 
 use std::collections::BTreeMap;
 
@@ -78,10 +78,10 @@ fn box_part(counters: &BoxCounters, threshold: &str) -> Part {
     let reason = (counters.stuck > 0).then(|| {
         let oldest = counters
             .oldest_pending_at
-            .map(|at| format!(" (oldest created at {})", at.to_rfc3339()))
+            .map(|at| format!(" (the oldest unchanged since {})", at.to_rfc3339()))
             .unwrap_or_default();
         format!(
-            "{} PENDING row(s) older than the stuck threshold {threshold}{oldest}",
+            "{} PENDING row(s) unchanged for longer than the stuck threshold {threshold}{oldest}",
             counters.stuck
         )
     });

@@ -17,11 +17,12 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::router::Shared;
 
-/// Seconds since the oldest PENDING row of each box was created (0 when none is pending).
+/// Seconds since the PENDING row of each box left alone the longest last changed
+/// (`oldest_pending_at` of `GET /boxes`; 0 when none is pending).
 pub const LAG: &str = "bandeja_lag_seconds";
 /// Rows of each box by status (`status` label: PENDING, PROCESSING, FAILED).
 pub const ROWS: &str = "bandeja_box_rows";
-/// PENDING rows older than the stuck threshold, per box.
+/// PENDING rows unchanged for longer than the stuck threshold, per box.
 pub const STUCK: &str = "bandeja_box_stuck_rows";
 /// PENDING, PROCESSING or FAILED rows whose lease was taken over at least once, per box
 /// (the `taken_over` counter of `GET /boxes`).
@@ -91,7 +92,10 @@ fn gauges(counters: Option<&[BoxCounters]>) -> String {
         return out;
     };
     let now = Utc::now();
-    let _ = writeln!(out, "# HELP {LAG} Age of the oldest PENDING row of the box");
+    let _ = writeln!(
+        out,
+        "# HELP {LAG} Seconds since the longest-waiting PENDING row of the box last changed"
+    );
     let _ = writeln!(out, "# TYPE {LAG} gauge");
     for c in counters {
         let lag = c
@@ -117,7 +121,7 @@ fn gauges(counters: Option<&[BoxCounters]>) -> String {
     }
     let _ = writeln!(
         out,
-        "# HELP {STUCK} PENDING rows older than the stuck threshold"
+        "# HELP {STUCK} PENDING rows unchanged for longer than the stuck threshold"
     );
     let _ = writeln!(out, "# TYPE {STUCK} gauge");
     for c in counters {

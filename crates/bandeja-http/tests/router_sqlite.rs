@@ -47,7 +47,10 @@ async fn health_goes_down_with_a_stuck_row_and_up_when_it_is_delivered() {
     assert_eq!(outbox["status"], "DOWN");
     assert_eq!(outbox["stuck"], 1);
     let reason = outbox["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("1 PENDING row(s) older than"), "{reason}");
+    assert!(
+        reason.contains("1 PENDING row(s) unchanged for longer than"),
+        "{reason}"
+    );
     assert_eq!(body["boxes"]["inbox_events"]["status"], "UP");
 
     let running = bandeja.start().await.expect("start");

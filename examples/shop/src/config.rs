@@ -1,6 +1,8 @@
 //! The shop's bandeja configuration: the library's defaults, shop-friendly values set in
-//! code, then the `BANDEJA_*` environment variables on top (they win).
+//! code, then the configuration file (`--config`, `BANDEJA_CONFIG`) if one is given, then
+//! the `BANDEJA_*` environment variables on top (they win).
 
+use std::path::Path;
 use std::time::Duration;
 
 use bandeja::config::parse_duration;
@@ -33,11 +35,14 @@ pub fn shop_defaults(notification_delay: Duration) -> Config {
     config
 }
 
-/// [`shop_defaults`] overlaid with the process's `BANDEJA_*` variables, then validated
-/// (`apply_process_env` ends with [`Config::validate`]): an unknown variable or a bad
-/// value is an error naming it.
-pub fn bandeja_config(notification_delay: Duration) -> Result<Config, ConfigError> {
-    shop_defaults(notification_delay).apply_process_env()
+/// [`shop_defaults`] overlaid with the TOML file `file` (if given), then the process's
+/// `BANDEJA_*` variables, then validated ([`Config::load_over`]): an unknown key or
+/// variable or a bad value is an error naming it (and the file).
+pub fn bandeja_config(
+    notification_delay: Duration,
+    file: Option<&Path>,
+) -> Result<Config, ConfigError> {
+    shop_defaults(notification_delay).load_over(file)
 }
 
 #[cfg(test)]

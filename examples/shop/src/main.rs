@@ -2,6 +2,7 @@
 //! the URL scheme (SQLite or PostgreSQL) and runs the shop.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -41,6 +42,12 @@ struct Args {
     /// Stream and subject names on NATS start with this.
     #[arg(long, env = "SHOP_NATS_PREFIX", default_value = "shop")]
     nats_prefix: String,
+
+    /// bandeja's configuration file (TOML; bandeja's keys or the seed's `app.*` ones),
+    /// over the shop's defaults and under the `BANDEJA_*` variables. An unknown key or a
+    /// bad value stops the shop at start with an error naming the key and the file.
+    #[arg(long, env = "BANDEJA_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 fn init_logging() {
@@ -60,6 +67,7 @@ async fn run(args: Args) -> Result<(), StartError> {
         listen: args.listen,
         notification_delay: args.notification_delay.unwrap_or(Duration::ZERO),
         service: args.service,
+        config: args.config,
         nats: args.nats.map(|url| NatsSettings {
             url,
             prefix: args.nats_prefix,

@@ -1,5 +1,6 @@
 //! Startup and shutdown of the shop on one database: migrations, workers, HTTP.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +25,8 @@ pub struct Settings {
     pub notification_delay: Duration,
     /// Which part of the shop this process runs.
     pub service: Service,
+    /// bandeja's configuration file (`--config`, `BANDEJA_CONFIG`), if any.
+    pub config: Option<PathBuf>,
     /// NATS JetStream between the services (`None`: the in-process transport).
     pub nats: Option<NatsSettings>,
 }
@@ -41,7 +44,8 @@ pub struct NatsSettings {
 /// tables, starts the workers, serves HTTP, then stops the server and the workers
 /// gracefully. Prints `shop listening on http://ADDR` on stdout once it accepts requests.
 pub async fn run<D: ShopDb>(db: D, settings: Settings) -> Result<(), StartError> {
-    let config = config::bandeja_config(settings.notification_delay)?;
+    let config = config::bandeja_config(settings.notification_delay, settings.config.as_deref())
+        .map_err(|e| e.full_message())?;
     db.migrate()
         .await
         .map_err(|e| format!("migrating bandeja's boxes: {e}"))?;

@@ -40,7 +40,7 @@ pub(crate) async fn run<S: Admin>(
     }
     writeln!(
         out,
-        "\nstuck: PENDING for longer than {threshold}; times in UTC\n\
+        "\nstuck: PENDING and unchanged for longer than {threshold}; times in UTC\n\
          taken over: PENDING, PROCESSING or FAILED rows a worker took over after the one \
          holding them stopped"
     )?;

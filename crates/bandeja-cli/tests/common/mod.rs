@@ -71,11 +71,21 @@ impl From<Output> for Run {
 /// Runs `bandeja <args>` with stdin not a terminal (`/dev/null`) and no `DATABASE_URL`
 /// inherited, and waits for it.
 pub(crate) fn bandeja(args: &[&str]) -> Run {
-    Command::new(env!("CARGO_BIN_EXE_bandeja"))
-        .args(args)
-        .env_remove("DATABASE_URL")
-        .env_remove("BANDEJA_SCHEMA")
-        .env_remove("BANDEJA_ADMIN_TOKEN")
+    bandeja_with_env(args, &[])
+}
+
+/// [`bandeja`] with the variables `env`, and no `BANDEJA_*` variable inherited (a
+/// configuration variable of the test's own environment would change what it checks).
+pub(crate) fn bandeja_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bandeja"));
+    command.args(args).env_remove("DATABASE_URL");
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("BANDEJA_") {
+            command.env_remove(name);
+        }
+    }
+    command
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .expect("run the bandeja binary")

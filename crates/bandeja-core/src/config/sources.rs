@@ -36,49 +36,218 @@ const GROUP_KEYS: [&str; 18] = [
     "completion-mode",
     "retention",
 ];
-const ROOT_KEYS: [&str; 4] = ["stuck-threshold", "events", "commands", "staleness"];
+const ROOT_KEYS: [&str; 5] = [
+    "stuck-threshold",
+    "events",
+    "commands",
+    "staleness",
+    SEED_ROOT,
+];
 pub(super) const STALENESS: &str = "staleness";
 pub(super) const TOPICS_KEY: &str = "commands.topics";
+/// The table of seed 000's names (the Java archetype's `application.yml` keys).
+const SEED_ROOT: &str = "app";
+/// Seed 000's name of `commands.topics`.
+const SEED_TOPICS_KEY: &str = "app.commands.topics";
+/// The sections of `app`, and the keys of each (seed 000's group names).
+const SEED_EVENTS_KEYS: [&str; 2] = ["outbox-processor", "inbox-processor"];
+const SEED_COMMANDS_KEYS: [&str; 3] = ["outbox-dispatcher", "inbox-processor", "topics"];
 const DURATION_HINT: &str = "expected a duration like `PT5S` or `5s`";
 
+/// What one source (a file, or the environment) set: for each setting, by its dotted key
+/// in bandeja's names (`events.outbox.batch-size`, `commands.topics.billing`,
+/// `stuck-threshold`), the name it was written under and its value. Used to refuse one
+/// setting written under both its names with different values, and to say which file a
+/// validation error comes from.
+#[derive(Debug, Default)]
+pub(super) struct Written {
+    settings: BTreeMap<String, WrittenAs>,
+}
+
+#[derive(Debug)]
+struct WrittenAs {
+    /// The key or variable, as written.
+    key: String,
+    /// The value, as written.
+    shown: String,
+    /// The value as read, comparable across spellings (`5s` and `PT5S` are equal).
+    read: String,
+}
+
+impl Written {
+    /// Records that `key` set the setting `canonical` (its value written as `shown`, read
+    /// as `read`); an error if the source already set it under its other name to
+    /// something else.
+    fn note(
+        &mut self,
+        canonical: String,
+        key: &str,
+        shown: String,
+        read: String,
+    ) -> Result<(), ConfigError> {
+        if let Some(earlier) = self.settings.get(&canonical) {
+            if earlier.read != read {
+                return Err(ConfigError::Conflict {
+                    key: earlier.key.clone(),
+                    value: earlier.shown.clone(),
+                    other_key: key.to_owned(),
+                    other_value: shown,
+                });
+            }
+            return Ok(());
+        }
+        let key = key.to_owned();
+        self.settings
+            .insert(canonical, WrittenAs { key, shown, read });
+        Ok(())
+    }
+
+    /// Whether this source set `key` (a dotted key in bandeja's names), a setting below it
+    /// or the table above it; with the name it wrote for `key` when it set exactly `key`
+    /// or a table above it (`events.inbox.handler-timeouts` for
+    /// `events.inbox.handler-timeouts.slow`).
+    fn lookup(&self, key: &str) -> Option<Option<String>> {
+        let below = |outer: &str, inner: &str| {
+            inner
+                .strip_prefix(outer)
+                .is_some_and(|rest| rest.starts_with('.'))
+        };
+        for (canonical, written) in &self.settings {
+            if canonical == key || below(canonical, key) {
+                let rest = &key[canonical.len()..];
+                let renamed = (!written.key.starts_with(ENV_PREFIX))
+                    .then(|| format!("{}{rest}", written.key));
+                return Some(renamed);
+            }
+            if below(key, canonical) {
+                return Some(None);
+            }
+        }
+        None
+    }
+}
+
+/// A validation error (found once every source was applied) made to say where the setting
+/// came from: when the file (`path`) set the key it names and the environment did not,
+/// the error names the key as the file wrote it (its seed name, if the file used that)
+/// and is wrapped in [`ConfigError::InFile`].
+pub(super) fn attribute(
+    error: ConfigError,
+    path: Option<&Path>,
+    file: &Written,
+    env: &Written,
+) -> ConfigError {
+    let ConfigError::InvalidValue { key, value, reason } = error else {
+        return error;
+    };
+    if env.lookup(&key).is_some() {
+        return ConfigError::InvalidValue { key, value, reason };
+    }
+    let Some(renamed) = file.lookup(&key) else {
+        return ConfigError::InvalidValue { key, value, reason };
+    };
+    let key = renamed.unwrap_or(key);
+    let error = ConfigError::InvalidValue { key, value, reason };
+    match path {
+        Some(path) => ConfigError::InFile {
+            path: path.to_path_buf(),
+            error: Box::new(error),
+        },
+        None => error,
+    }
+}
+
+/// The group a dotted key names, in bandeja's names or the seed's.
+fn group_named(key: &str) -> Option<Group> {
+    Group::ALL
+        .into_iter()
+        .find(|g| g.key() == key || g.seed_key() == key)
+}
+
+/// Sets a group's field and records it in `written` (refusing the same setting written
+/// under its other name with another value).
+fn set_group_field(
+    config: &mut Config,
+    written: &mut Written,
+    group: Group,
+    field: &str,
+    raw: Raw<'_>,
+    key: &str,
+) -> Result<(), ConfigError> {
+    // The field alone on the group's defaults: two spellings of one value compare equal.
+    let mut alone = group.defaults();
+    set_field(&mut alone, field, raw, key)?;
+    written.note(
+        join(group.key(), field),
+        key,
+        raw.shown(),
+        format!("{alone:?}"),
+    )?;
+    set_field(config.group_mut(group), field, raw, key)
+}
+
 /// Overlays a parsed TOML document; keys are checked, values converted, nothing validated.
-fn overlay_toml(config: &mut Config, root: &toml::Table) -> Result<(), ConfigError> {
+fn overlay_toml(config: &mut Config, root: &toml::Table) -> Result<Written, ConfigError> {
+    let mut written = Written::default();
     for (name, value) in root {
         match name.as_str() {
-            "stuck-threshold" => config.stuck_threshold = Raw::Toml(value).duration(name)?,
+            "stuck-threshold" => {
+                let raw = Raw::Toml(value);
+                config.stuck_threshold = raw.duration(name)?;
+                let read = format!("{:?}", config.stuck_threshold);
+                written.note(name.clone(), name, raw.shown(), read)?;
+            }
             STALENESS => {
                 for (field, value) in as_table(value, name)? {
-                    set_staleness(config, field, Raw::Toml(value), &join(name, field))?;
+                    let key = join(name, field);
+                    set_staleness(config, field, Raw::Toml(value), &key)?;
+                    written.note(key.clone(), &key, Raw::Toml(value).shown(), String::new())?;
                 }
             }
-            "events" | "commands" => {
-                for (sub, value) in as_table(value, name)? {
-                    let key = join(name, sub);
-                    if key == TOPICS_KEY {
-                        for (service, topic) in as_table(value, &key)? {
-                            let Value::String(topic) = topic else {
-                                return Err(Raw::Toml(topic).invalid(
-                                    &join(&key, service),
-                                    "expected a topic name string",
-                                ));
-                            };
-                            config.command_topics.insert(service.clone(), topic.clone());
+            "events" | "commands" => overlay_section(config, &mut written, name, value)?,
+            SEED_ROOT => {
+                for (section, value) in as_table(value, name)? {
+                    let key = join(name, section);
+                    match section.as_str() {
+                        "events" | "commands" => {
+                            overlay_section(config, &mut written, &key, value)?;
                         }
-                        continue;
-                    }
-                    let group = Group::ALL.into_iter().find(|g| g.key() == key);
-                    let group = group.ok_or_else(|| unknown(key.clone()))?;
-                    for (field, value) in as_table(value, &key)? {
-                        set_field(
-                            config.group_mut(group),
-                            field,
-                            Raw::Toml(value),
-                            &join(&key, field),
-                        )?;
+                        _ => return Err(unknown(key)),
                     }
                 }
             }
             _ => return Err(unknown(join("", name))),
+        }
+    }
+    Ok(written)
+}
+
+/// Overlays `events` or `commands` (`section`), in bandeja's names, or `app.events` or
+/// `app.commands`, in the seed's.
+fn overlay_section(
+    config: &mut Config,
+    written: &mut Written,
+    section: &str,
+    value: &Value,
+) -> Result<(), ConfigError> {
+    for (sub, value) in as_table(value, section)? {
+        let key = join(section, sub);
+        if key == TOPICS_KEY || key == SEED_TOPICS_KEY {
+            for (service, topic) in as_table(value, &key)? {
+                let entry = join(&key, service);
+                let Value::String(topic) = topic else {
+                    return Err(Raw::Toml(topic).invalid(&entry, "expected a topic name string"));
+                };
+                let canonical = join(TOPICS_KEY, service);
+                written.note(canonical, &entry, topic.clone(), topic.clone())?;
+                config.command_topics.insert(service.clone(), topic.clone());
+            }
+            continue;
+        }
+        let group = group_named(&key).ok_or_else(|| unknown(key.clone()))?;
+        for (field, value) in as_table(value, &key)? {
+            let field_key = join(&key, field);
+            set_group_field(config, written, group, field, Raw::Toml(value), &field_key)?;
         }
     }
     Ok(())
@@ -89,7 +258,7 @@ fn overlay_toml(config: &mut Config, root: &toml::Table) -> Result<(), ConfigErr
 pub(super) fn overlay_env<I: IntoIterator<Item = (String, String)>>(
     config: &mut Config,
     vars: I,
-) -> Result<(), ConfigError> {
+) -> Result<Written, ConfigError> {
     let mut ours: Vec<(String, String)> = vars
         .into_iter()
         .filter(|(name, _)| {
@@ -97,33 +266,45 @@ pub(super) fn overlay_env<I: IntoIterator<Item = (String, String)>>(
         })
         .collect();
     ours.sort();
+    let mut written = Written::default();
     for (name, value) in &ours {
         let rest = name.strip_prefix(ENV_PREFIX).unwrap_or(name);
         match rest {
-            "STUCK_THRESHOLD" => config.stuck_threshold = Raw::Env(value).duration(name)?,
-            "COMMANDS_TOPICS" => config.command_topics = parse_topics(name, value)?,
+            "STUCK_THRESHOLD" => {
+                config.stuck_threshold = Raw::Env(value).duration(name)?;
+                let read = format!("{:?}", config.stuck_threshold);
+                written.note("stuck-threshold".to_owned(), name, value.clone(), read)?;
+            }
+            "COMMANDS_TOPICS" | "APP_COMMANDS_TOPICS" => {
+                let topics = parse_topics(name, value)?;
+                let read = format!("{topics:?}");
+                written.note(TOPICS_KEY.to_owned(), name, value.clone(), read)?;
+                config.command_topics = topics;
+            }
             _ if rest.starts_with("STALENESS_") => {
                 let part = rest.trim_start_matches("STALENESS_");
                 let field = STALENESS_KEYS.into_iter().find(|k| env_key(k) == part);
                 let field = field.ok_or_else(|| unknown(name.clone()))?;
                 set_staleness(config, field, Raw::Env(value), name)?;
+                let key = join(STALENESS, field);
+                written.note(key, name, value.clone(), String::new())?;
             }
             _ => {
                 let target = Group::ALL.into_iter().find_map(|g| {
-                    let part = rest
-                        .strip_prefix(env_group(g).as_str())?
-                        .strip_prefix('_')?;
+                    let part = [env_group(g), env_seed_group(g)]
+                        .iter()
+                        .find_map(|prefix| rest.strip_prefix(prefix.as_str())?.strip_prefix('_'))?;
                     GROUP_KEYS
                         .into_iter()
                         .find(|k| env_key(k) == part)
                         .map(|field| (g, field))
                 });
                 let (group, field) = target.ok_or_else(|| unknown(name.clone()))?;
-                set_field(config.group_mut(group), field, Raw::Env(value), name)?;
+                set_group_field(config, &mut written, group, field, Raw::Env(value), name)?;
             }
         }
     }
-    Ok(())
+    Ok(written)
 }
 
 /// A value from TOML or from an environment variable.
@@ -134,14 +315,18 @@ enum Raw<'a> {
 }
 
 impl<'a> Raw<'a> {
-    fn invalid(self, key: &str, reason: impl Into<String>) -> ConfigError {
-        let value = match self {
+    /// The value as written, for messages.
+    fn shown(self) -> String {
+        match self {
             Raw::Env(s) => s.to_owned(),
             Raw::Toml(Value::String(s)) => s.clone(),
             Raw::Toml(Value::Table(_)) => "<table>".to_owned(),
             Raw::Toml(other) => other.to_string(),
-        };
-        invalid(key, &value, reason)
+        }
+    }
+
+    fn invalid(self, key: &str, reason: impl Into<String>) -> ConfigError {
+        invalid(key, &self.shown(), reason)
     }
 
     /// The text of an environment variable or of a TOML string.
@@ -341,30 +526,46 @@ pub(super) fn invalid(key: &str, value: &str, reason: impl Into<String>) -> Conf
     }
 }
 
-/// The defaults overlaid by the TOML document `text` (not validated); `origin` is named
-/// by syntax errors.
-pub(super) fn parse_toml(text: &str, origin: &str) -> Result<Config, ConfigError> {
+/// Overlays the TOML document `text` on `config` (not validated); `origin` is named by
+/// syntax errors.
+pub(super) fn overlay_toml_text(
+    config: &mut Config,
+    text: &str,
+    origin: &str,
+) -> Result<Written, ConfigError> {
     let root: toml::Table = toml::from_str(text).map_err(|source| ConfigError::Parse {
         path_or_origin: origin.to_owned(),
         source,
     })?;
-    let mut config = Config::default();
-    overlay_toml(&mut config, &root)?;
-    Ok(config)
+    overlay_toml(config, &root)
 }
 
-/// The defaults overlaid by the TOML file at `path` (not validated).
-pub(super) fn read_toml_file(path: &Path) -> Result<Config, ConfigError> {
+/// Overlays the TOML file at `path` on `config` (not validated). An unknown key, a bad
+/// value or a conflict is [`ConfigError::InFile`]; syntax and I/O errors name the file
+/// themselves.
+pub(super) fn read_toml_file(config: &mut Config, path: &Path) -> Result<Written, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    parse_toml(&text, &path.display().to_string())
+    overlay_toml_text(config, &text, &path.display().to_string()).map_err(|error| match error {
+        ConfigError::Parse { .. } | ConfigError::Io { .. } | ConfigError::InFile { .. } => error,
+        other => ConfigError::InFile {
+            path: path.to_path_buf(),
+            error: Box::new(other),
+        },
+    })
 }
 
 /// The group part of environment variables: `EVENTS_OUTBOX` for `events.outbox`.
 fn env_group(group: Group) -> String {
     env_key(&group.key().replace('.', "-"))
+}
+
+/// The same for the seed's name: `APP_EVENTS_OUTBOX_PROCESSOR` for
+/// `app.events.outbox-processor`.
+fn env_seed_group(group: Group) -> String {
+    env_key(&group.seed_key().replace('.', "-"))
 }
 
 fn as_table<'a>(value: &'a Value, key: &str) -> Result<&'a toml::Table, ConfigError> {
@@ -459,12 +660,13 @@ pub(super) fn unknown_key_hint(key: &str) -> String {
             let full = leaves.iter().map(|l| format!("{prefix}{l}")).collect();
             (full, format!("{} after `{prefix}`", quoted(&leaves)))
         } else {
-            match Group::ALL
+            let group_prefix = Group::ALL
                 .into_iter()
-                .find(|g| rest.starts_with(&env_group(*g)))
-            {
-                Some(g) => {
-                    let prefix = format!("{ENV_PREFIX}{}_", env_group(g));
+                .flat_map(|g| [env_group(g), env_seed_group(g)])
+                .find(|prefix| rest.starts_with(prefix.as_str()));
+            match group_prefix {
+                Some(group) => {
+                    let prefix = format!("{ENV_PREFIX}{group}_");
                     let leaves: Vec<String> = GROUP_KEYS.iter().map(|k| env_key(k)).collect();
                     let full = leaves.iter().map(|l| format!("{prefix}{l}")).collect();
                     (full, format!("{} after `{prefix}`", quoted(&leaves)))
@@ -478,20 +680,28 @@ pub(super) fn unknown_key_hint(key: &str) -> String {
                     let per_group =
                         Group::ALL.map(|g| format!("{ENV_PREFIX}{}_<KEY>", env_group(g)));
                     full.extend(per_group);
+                    full.push(format!("{ENV_PREFIX}APP_COMMANDS_TOPICS"));
+                    let per_seed_group =
+                        Group::ALL.map(|g| format!("{ENV_PREFIX}{}_<KEY>", env_seed_group(g)));
+                    full.extend(per_seed_group);
                     let shown = quoted(&full);
                     (full, shown)
                 }
             }
         }
     } else {
-        let (parent, leaves): (&str, &[&str]) = match Group::ALL
-            .into_iter()
-            .find(|g| key.starts_with(&format!("{}.", g.key())))
-        {
-            Some(g) => (g.key(), &GROUP_KEYS),
+        let (parent, leaves): (&str, &[&str]) = match Group::ALL.into_iter().find_map(|g| {
+            [g.key(), g.seed_key()]
+                .into_iter()
+                .find(|name| key.starts_with(&format!("{name}.")))
+        }) {
+            Some(group) => (group, &GROUP_KEYS),
             None if key.starts_with("events.") => ("events", &["outbox", "inbox"]),
             None if key.starts_with("commands.") => ("commands", &["outbox", "inbox", "topics"]),
             None if key.starts_with("staleness.") => (STALENESS, &STALENESS_KEYS),
+            None if key.starts_with("app.events.") => ("app.events", &SEED_EVENTS_KEYS),
+            None if key.starts_with("app.commands.") => ("app.commands", &SEED_COMMANDS_KEYS),
+            None if key.starts_with("app.") => (SEED_ROOT, &["events", "commands"]),
             None => ("", &ROOT_KEYS),
         };
         let full = leaves.iter().map(|l| join(parent, l)).collect();
@@ -641,7 +851,7 @@ mod tests {
             (
                 "[queries.inbox]",
                 "queries",
-                "expected one of `stuck-threshold`, `events`, `commands`, `staleness` at the top level",
+                "expected one of `stuck-threshold`, `events`, `commands`, `staleness`, `app` at the top level",
             ),
             (
                 "[events.inbox]\n\"a.b\" = 1",
@@ -1036,5 +1246,386 @@ mod tests {
         assert_eq!(join("commands.topics", ""), "commands.topics.\"\"");
         assert_eq!(edit_distance("bach-size", "batch-size"), 1);
         assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    /// The keys seed 000 lists for each of its four groups, with a value each (none the
+    /// default of any group).
+    const SEED_KEYS: [(&str, &str); 7] = [
+        ("enabled", "false"),
+        ("polling-interval", "\"PT7S\""),
+        ("polling-initial-delay", "\"PT3S\""),
+        ("lock-at-least-for", "\"PT11S\""),
+        ("lock-at-most-for", "\"PT41S\""),
+        ("batch-size", "77"),
+        ("max-retries", "9"),
+    ];
+
+    /// `group` with the values of [`SEED_KEYS`].
+    fn with_seed_values(group: Group) -> WorkerConfig {
+        WorkerConfig {
+            enabled: Enabled::Off,
+            polling_interval: secs(7),
+            polling_initial_delay: secs(3),
+            lock_at_least_for: secs(11),
+            lock_at_most_for: secs(41),
+            batch_size: 77,
+            max_retries: 9,
+            ..group.defaults()
+        }
+    }
+
+    fn seed_table(name: &str) -> String {
+        let lines: Vec<String> = SEED_KEYS
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        format!("[{name}]\n{}\n", lines.join("\n"))
+    }
+
+    #[test]
+    fn each_seed_group_name_sets_its_group() {
+        let names = [
+            ("app.events.outbox-processor", Group::EventsOutbox),
+            ("app.events.inbox-processor", Group::EventsInbox),
+            ("app.commands.outbox-dispatcher", Group::CommandsOutbox),
+            ("app.commands.inbox-processor", Group::CommandsInbox),
+        ];
+        for (name, group) in names {
+            assert_eq!(group.seed_key(), name);
+            let seed = Config::from_toml_str(&seed_table(name)).map_err(|e| e.to_string());
+            let ours = Config::from_toml_str(&seed_table(group.key())).map_err(|e| e.to_string());
+            let mut expected = Config::default();
+            *expected.group_mut(group) = with_seed_values(group);
+            assert_eq!(seed, Ok(expected.clone()), "{name}");
+            assert_eq!(ours, Ok(expected), "{}", group.key());
+        }
+        // Keys bandeja adds to a group work under the seed's name too.
+        let text = "[app.events.inbox-processor]\nhandler-timeout = \"1m\"\nmax-takeovers = 5\n\
+                    [app.events.inbox-processor.handler-timeouts]\nslow = \"2m\"";
+        let inbox = Config::from_toml_str(text).map(|c| c.events_inbox);
+        let expected = WorkerConfig::events_inbox_defaults()
+            .handler_timeout(secs(60))
+            .max_takeovers(5)
+            .handler_timeout_for("slow", secs(120));
+        assert_eq!(inbox.map_err(|e| e.to_string()), Ok(expected));
+    }
+
+    #[test]
+    fn the_seed_topics_name_sets_the_routing_table() {
+        let text = "[app.commands.topics]\nbilling = \"billing.commands\"\n\
+                    [commands.topics]\nshipping = \"shipping.cmds\"";
+        let expected = Config::default()
+            .with_command_topic("billing", "billing.commands")
+            .with_command_topic("shipping", "shipping.cmds");
+        let config = Config::from_toml_str(text).map_err(|e| e.to_string());
+        assert_eq!(config, Ok(expected));
+        let config = env(&[("BANDEJA_APP_COMMANDS_TOPICS", "billing=billing.commands")]);
+        let expected = Config::default().with_command_topic("billing", "billing.commands");
+        assert_eq!(config.map_err(|e| e.to_string()), Ok(expected));
+        let (key, _, reason) = invalid_value(env(&[("BANDEJA_APP_COMMANDS_TOPICS", "billing")]));
+        assert_eq!(key, "BANDEJA_APP_COMMANDS_TOPICS");
+        assert!(reason.contains("missing `=`"), "{reason}");
+    }
+
+    #[test]
+    fn each_seed_group_name_has_an_environment_form() {
+        let names = [
+            ("BANDEJA_APP_EVENTS_OUTBOX_PROCESSOR_", Group::EventsOutbox),
+            ("BANDEJA_APP_EVENTS_INBOX_PROCESSOR_", Group::EventsInbox),
+            (
+                "BANDEJA_APP_COMMANDS_OUTBOX_DISPATCHER_",
+                Group::CommandsOutbox,
+            ),
+            (
+                "BANDEJA_APP_COMMANDS_INBOX_PROCESSOR_",
+                Group::CommandsInbox,
+            ),
+        ];
+        for (prefix, group) in names {
+            let vars: Vec<(String, String)> = SEED_KEYS
+                .iter()
+                .map(|(key, value)| {
+                    let name = format!("{prefix}{}", key.to_ascii_uppercase().replace('-', "_"));
+                    (name, value.trim_matches('"').to_owned())
+                })
+                .collect();
+            let config = Config::default().apply_env(vars).map_err(|e| e.to_string());
+            let mut expected = Config::default();
+            *expected.group_mut(group) = with_seed_values(group);
+            assert_eq!(config, Ok(expected), "{prefix}");
+        }
+        let (key, value, reason) = invalid_value(env(&[(
+            "BANDEJA_APP_EVENTS_INBOX_PROCESSOR_POLLING_INTERVAL",
+            "soon",
+        )]));
+        assert_eq!(
+            (key.as_str(), value.as_str()),
+            (
+                "BANDEJA_APP_EVENTS_INBOX_PROCESSOR_POLLING_INTERVAL",
+                "soon"
+            )
+        );
+        assert!(reason.contains("expected a duration"), "{reason}");
+    }
+
+    /// The two (name, value) pairs of a `Conflict`, sorted, and its message.
+    fn conflict(result: Result<Config, ConfigError>) -> ([(String, String); 2], String) {
+        let error = result.err();
+        let message = error.as_ref().map(ToString::to_string).unwrap_or_default();
+        match error {
+            Some(ConfigError::Conflict {
+                key,
+                value,
+                other_key,
+                other_value,
+            }) => {
+                let mut pairs = [(key, value), (other_key, other_value)];
+                pairs.sort();
+                (pairs, message)
+            }
+            other => panic!("expected Conflict, got {other:?}"),
+        }
+    }
+
+    fn names(pairs: [(String, String); 2]) -> [String; 2] {
+        pairs.map(|(name, _)| name)
+    }
+
+    #[test]
+    fn one_setting_under_both_names_with_different_values_is_a_conflict() {
+        let text =
+            "[events.outbox]\nbatch-size = 10\n[app.events.outbox-processor]\nbatch-size = 20";
+        let (pairs, message) = conflict(Config::from_toml_str(text));
+        assert_eq!(
+            pairs,
+            [
+                (
+                    "app.events.outbox-processor.batch-size".to_owned(),
+                    "20".to_owned()
+                ),
+                ("events.outbox.batch-size".to_owned(), "10".to_owned()),
+            ]
+        );
+        for part in [
+            "`app.events.outbox-processor.batch-size`",
+            "`events.outbox.batch-size`",
+            "keep one of them",
+        ] {
+            assert!(message.contains(part), "{message}");
+        }
+
+        let text = "[commands.topics]\nbilling = \"a\"\n[app.commands.topics]\nbilling = \"b\"";
+        let (pairs, _) = conflict(Config::from_toml_str(text));
+        assert_eq!(
+            names(pairs),
+            ["app.commands.topics.billing", "commands.topics.billing"]
+        );
+
+        let (pairs, _) = conflict(env(&[
+            ("BANDEJA_COMMANDS_INBOX_MAX_RETRIES", "1"),
+            ("BANDEJA_APP_COMMANDS_INBOX_PROCESSOR_MAX_RETRIES", "2"),
+        ]));
+        assert_eq!(
+            names(pairs),
+            [
+                "BANDEJA_APP_COMMANDS_INBOX_PROCESSOR_MAX_RETRIES",
+                "BANDEJA_COMMANDS_INBOX_MAX_RETRIES"
+            ]
+        );
+        let (pairs, _) = conflict(env(&[
+            ("BANDEJA_COMMANDS_TOPICS", "billing=a"),
+            ("BANDEJA_APP_COMMANDS_TOPICS", "billing=b"),
+        ]));
+        assert_eq!(
+            names(pairs),
+            ["BANDEJA_APP_COMMANDS_TOPICS", "BANDEJA_COMMANDS_TOPICS"]
+        );
+
+        // The same value under both names (however it is spelt) is no conflict.
+        let text = "[events.inbox]\npolling-interval = \"5s\"\n\
+                    [app.events.inbox-processor]\npolling-interval = \"PT5S\"";
+        let polling = Config::from_toml_str(text).map(|c| c.events_inbox.polling_interval);
+        assert_eq!(polling.map_err(|e| e.to_string()), Ok(secs(5)));
+        let same = env(&[
+            ("BANDEJA_EVENTS_INBOX_ENABLED", "true"),
+            ("BANDEJA_APP_EVENTS_INBOX_PROCESSOR_ENABLED", "yes"),
+        ]);
+        assert_eq!(same.map(|c| c.events_inbox.enabled).ok(), Some(Enabled::On));
+
+        // Different sources layer as usual: the environment wins over the file.
+        let path = std::env::temp_dir().join(format!("bandeja-seed-{}.toml", uuid::Uuid::new_v4()));
+        let written = std::fs::write(&path, "[events.outbox]\nbatch-size = 10\n");
+        assert!(written.is_ok(), "{written:?}");
+        let vars = [(
+            "BANDEJA_APP_EVENTS_OUTBOX_PROCESSOR_BATCH_SIZE".to_owned(),
+            "20".to_owned(),
+        )];
+        let layered = Config::default().load_over_with_env(Some(&path), vars);
+        let _ = std::fs::remove_file(&path);
+        let batch = layered.map(|c| c.events_outbox.batch_size);
+        assert_eq!(batch.map_err(|e| e.to_string()), Ok(20));
+    }
+
+    #[test]
+    fn unknown_keys_in_the_seed_names_are_named() {
+        let cases = [
+            (
+                "[app.events.outbox-processor]\ncron = \"0 * * * *\"",
+                "app.events.outbox-processor.cron",
+                "in `app.events.outbox-processor`",
+            ),
+            (
+                "[app.events.inbox-processor]\nbach-size = 3",
+                "app.events.inbox-processor.bach-size",
+                "did you mean `app.events.inbox-processor.batch-size`?",
+            ),
+            (
+                "[app.events.outbox]\nbatch-size = 3",
+                "app.events.outbox",
+                "`outbox-processor`, `inbox-processor` in `app.events`",
+            ),
+            (
+                "[app.commands.outbox-processor]\nbatch-size = 3",
+                "app.commands.outbox-processor",
+                "`outbox-dispatcher`, `inbox-processor`, `topics` in `app.commands`",
+            ),
+            (
+                "[app.security]\nenabled = true",
+                "app.security",
+                "`events`, `commands` in `app`",
+            ),
+        ];
+        for (text, key, hint) in cases {
+            let (found, message) = unknown_key(Config::from_toml_str(text));
+            assert_eq!(found, key, "{text}");
+            assert!(message.contains(hint), "{message}");
+        }
+        let (found, message) = unknown_key(env(&[(
+            "BANDEJA_APP_COMMANDS_OUTBOX_DISPATCHER_BATCHSIZE",
+            "3",
+        )]));
+        assert_eq!(found, "BANDEJA_APP_COMMANDS_OUTBOX_DISPATCHER_BATCHSIZE");
+        assert!(
+            message.contains("did you mean `BANDEJA_APP_COMMANDS_OUTBOX_DISPATCHER_BATCH_SIZE`?"),
+            "{message}"
+        );
+        let (_, message) = unknown_key(env(&[("BANDEJA_APP_COMMANDS_TOPIC", "a=b")]));
+        assert!(
+            message.contains("did you mean `BANDEJA_APP_COMMANDS_TOPICS`?"),
+            "{message}"
+        );
+    }
+
+    /// A file in the temp dir, removed on drop.
+    struct TempFile(std::path::PathBuf);
+
+    impl TempFile {
+        fn new(text: &str) -> TempFile {
+            let name = format!("bandeja-config-{}.toml", uuid::Uuid::new_v4());
+            let path = std::env::temp_dir().join(name);
+            let written = std::fs::write(&path, text);
+            assert!(written.is_ok(), "{written:?}");
+            TempFile(path)
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    /// The file and the inner error of an `InFile`.
+    fn in_file(result: Result<Config, ConfigError>) -> (std::path::PathBuf, ConfigError, String) {
+        match result {
+            Err(e @ ConfigError::InFile { .. }) => {
+                let message = e.to_string();
+                let ConfigError::InFile { path, error } = e else {
+                    unreachable!("matched above")
+                };
+                (path, *error, message)
+            }
+            other => panic!("expected InFile, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn errors_in_a_file_name_the_file_and_the_key() {
+        let misspelt = TempFile::new("[app.events.outbox-processor]\npoling-interval = \"5s\"\n");
+        let (path, error, message) = in_file(Config::from_toml_file(&misspelt.0));
+        assert_eq!(path, misspelt.0);
+        assert_eq!(
+            error.key(),
+            Some("app.events.outbox-processor.poling-interval")
+        );
+        assert!(matches!(error, ConfigError::UnknownKey { .. }), "{error:?}");
+        let file = misspelt.0.display().to_string();
+        assert!(message.contains(&file), "{message}");
+        assert!(message.contains("did you mean `app.events.outbox-processor.polling-interval`?"));
+
+        let bad_duration = TempFile::new("[events.inbox]\nlock-at-most-for = \"20 seconds\"\n");
+        let result =
+            Config::default().load_over_with_env(Some(&bad_duration.0), std::iter::empty());
+        let (_, error, message) = in_file(result);
+        assert_eq!(error.key(), Some("events.inbox.lock-at-most-for"));
+        assert!(message.contains("expected a duration"), "{message}");
+        assert!(message.contains(&bad_duration.0.display().to_string()));
+
+        let conflicting = TempFile::new(
+            "[commands.outbox]\nenabled = true\n[app.commands.outbox-dispatcher]\nenabled = false\n",
+        );
+        let (_, error, _) = in_file(Config::from_toml_file(&conflicting.0));
+        assert!(matches!(error, ConfigError::Conflict { .. }), "{error:?}");
+
+        // A validation error about a setting the file alone made names the file and the
+        // key as the file wrote it.
+        let too_short = TempFile::new("[app.events.outbox-processor]\nlock-at-most-for = \"5s\"\n");
+        let (_, error, message) = in_file(Config::from_toml_file(&too_short.0));
+        assert_eq!(
+            error.key(),
+            Some("app.events.outbox-processor.lock-at-most-for")
+        );
+        assert!(message.contains("at least lock-at-least-for"), "{message}");
+        let zero = TempFile::new("[app.events.inbox-processor.handler-timeouts]\nslow = \"0s\"\n");
+        let (_, error, _) = in_file(Config::from_toml_file(&zero.0));
+        assert_eq!(
+            error.key(),
+            Some("app.events.inbox-processor.handler-timeouts.slow")
+        );
+        // ... unless the environment set it too: then it is not the file's.
+        let vars = [(
+            "BANDEJA_EVENTS_OUTBOX_LOCK_AT_MOST_FOR".to_owned(),
+            "6s".to_owned(),
+        )];
+        let result = Config::default().load_over_with_env(Some(&too_short.0), vars);
+        let (key, value, _) = invalid_value(result);
+        assert_eq!(
+            (key.as_str(), value.as_str()),
+            ("events.outbox.lock-at-most-for", "PT6S")
+        );
+        // From a string, the key as written, no file.
+        let text = "[app.events.outbox-processor]\nlock-at-most-for = \"5s\"";
+        let (key, _, _) = invalid_value(Config::from_toml_str(text));
+        assert_eq!(key, "app.events.outbox-processor.lock-at-most-for");
+    }
+
+    #[test]
+    fn load_over_layers_code_then_file_then_env() {
+        let file =
+            TempFile::new("[app.events.inbox-processor]\nbatch-size = 20\nmax-retries = 5\n");
+        let mut code = Config::default();
+        code.events_inbox.polling_interval = secs(1);
+        code.events_inbox.batch_size = 7;
+        let vars = [(
+            "BANDEJA_EVENTS_INBOX_MAX_RETRIES".to_owned(),
+            "6".to_owned(),
+        )];
+        let inbox = code.load_over_with_env(Some(&file.0), vars).map(|c| {
+            let i = c.events_inbox;
+            (i.polling_interval, i.batch_size, i.max_retries)
+        });
+        assert_eq!(inbox.map_err(|e| e.to_string()), Ok((secs(1), 20, 6)));
+        let none = Config::default().load_over_with_env(None, std::iter::empty());
+        assert_eq!(none.ok(), Some(Config::default()));
     }
 }

@@ -42,7 +42,7 @@ impl PgStore {
                 tenant: row.try_get("tenant_id").map_err(decode_error)?,
                 status: status.parse().map_err(decode_error)?,
                 count: count(row.try_get("n").map_err(decode_error)?),
-                oldest_created_at: row.try_get("oldest").map_err(decode_error)?,
+                oldest_modified_at: row.try_get("oldest").map_err(decode_error)?,
                 stuck: count(row.try_get("stuck").map_err(decode_error)?),
                 taken_over: count(row.try_get("taken_over").map_err(decode_error)?),
             });

@@ -40,7 +40,7 @@ impl SqliteStore {
                 tenant: row.try_get("tenant_id").map_err(decode_error)?,
                 status: status.parse().map_err(decode_error)?,
                 count: count(row.try_get("n").map_err(decode_error)?),
-                oldest_created_at: crate::decode::opt_time(row, "oldest")?,
+                oldest_modified_at: crate::decode::opt_time(row, "oldest")?,
                 stuck: count(
                     row.try_get::<Option<i64>, _>("stuck")
                         .map_err(decode_error)?

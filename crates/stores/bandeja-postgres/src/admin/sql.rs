@@ -264,15 +264,17 @@ pub(super) fn archive(schema: &str, box_kind: BoxKind) -> String {
     )
 }
 
-/// Per tenant and status: count, oldest `created_at`, rows created more than `$1` seconds
-/// ago (stuck), rows taken over at least once. Live rows through the live index, FAILED rows
-/// through the FAILED index: the taken-over count is a filter on the rows these scans read
-/// anyway, so COMPLETED rows are never visited.
+/// Per tenant and status: count, oldest `last_modified_at`, rows last modified more than
+/// `$1` seconds ago (stuck: an old row an operator just retried is not), rows taken over
+/// at least once. Live rows through the live index, FAILED rows through the FAILED index:
+/// the stuck and taken-over counts are filters on the rows these scans read anyway (no index
+/// holds a time column, so `last_modified_at` costs what `created_at` did), so COMPLETED
+/// rows are never visited.
 pub(super) fn counters(schema: &str, box_kind: BoxKind) -> String {
     let t = table(schema, box_kind);
     format!(
-        "SELECT tenant_id, status, count(*) AS n, min(created_at) AS oldest, \
-           count(*) FILTER (WHERE created_at < {NOW} - $1::float8 * interval '1 second') AS stuck, \
+        "SELECT tenant_id, status, count(*) AS n, min(last_modified_at) AS oldest, \
+           count(*) FILTER (WHERE last_modified_at < {NOW} - $1::float8 * interval '1 second') AS stuck, \
            count(*) FILTER (WHERE takeover_count > 0) AS taken_over \
          FROM {t} WHERE status IN ('PENDING', 'PROCESSING') GROUP BY tenant_id, status \
          UNION ALL \

@@ -199,16 +199,18 @@ pub(super) fn archive(box_kind: BoxKind) -> String {
     )
 }
 
-/// Per tenant and status: count, oldest `created_at`, rows created before `?1` (stuck),
-/// rows taken over at least once. Live rows through the live index, FAILED rows through the
-/// FAILED index (`INDEXED BY`: left to itself, SQLite walks the whole `(tenant_id, status)`
-/// index to save the sort of `GROUP BY`, COMPLETED entries included), so COMPLETED rows are
-/// never visited; the taken-over count is a sum over the rows these scans read anyway.
+/// Per tenant and status: count, oldest `last_modified_at`, rows last modified before `?1`
+/// (stuck: an old row an operator just retried is not), rows taken over at least once.
+/// Live rows through the live index, FAILED rows through the FAILED index (`INDEXED BY`:
+/// left to itself, SQLite walks the whole `(tenant_id, status)` index to save the sort of
+/// `GROUP BY`, COMPLETED entries included), so COMPLETED rows are never visited; the
+/// stuck and taken-over counts are sums over the rows these scans read anyway (no index
+/// holds a time column, so `last_modified_at` costs what `created_at` did).
 pub(super) fn counters(box_kind: BoxKind) -> String {
     let t = box_kind.table();
     format!(
-        "SELECT tenant_id, status, count(*) AS n, min(created_at) AS oldest, \
-           sum(created_at < ?1) AS stuck, sum(takeover_count > 0) AS taken_over \
+        "SELECT tenant_id, status, count(*) AS n, min(last_modified_at) AS oldest, \
+           sum(last_modified_at < ?1) AS stuck, sum(takeover_count > 0) AS taken_over \
          FROM {t} INDEXED BY {t}_live WHERE status IN ('PENDING', 'PROCESSING') \
          GROUP BY tenant_id, status \
          UNION ALL \
