@@ -88,7 +88,8 @@ pub(crate) enum Command {
     /// message, or every FAILED row matching the filters with --all-failed.
     Retry(RetryArgs),
     /// Reprocess COMPLETED inbox rows matching the filters (back to PENDING), e.g. after
-    /// fixing a handler bug.
+    /// fixing a handler bug; with --outbox, send COMPLETED outbox rows again (e.g. to
+    /// backfill a new subscriber).
     Replay(ReplayArgs),
     /// Delete COMPLETED rows completed longer ago than --older-than.
     Purge(RetentionArgs),
@@ -219,7 +220,20 @@ pub(crate) struct RetryArgs {
 /// `bandeja replay`.
 #[derive(Debug, Args)]
 pub(crate) struct ReplayArgs {
-    /// The filters (inbox boxes only).
+    /// Send COMPLETED outbox rows again instead of reprocessing inbox rows: they go back to
+    /// PENDING and are relayed anew; a subscriber that already has a message absorbs it
+    /// (its handler does not run again), one that lacks it gets it. Narrow with --type,
+    /// --since/--until (when the message was emitted), --id or --tenant, or pass --all.
+    #[arg(long)]
+    pub(crate) outbox: bool,
+    /// With --outbox: only this message id.
+    #[arg(long, value_name = "ID", requires = "outbox")]
+    pub(crate) id: Option<MessageId>,
+    /// With --outbox: every COMPLETED outbox row (of --box, if given), even though no filter
+    /// narrows them.
+    #[arg(long, requires = "outbox")]
+    pub(crate) all: bool,
+    /// The filters (inbox boxes only; with --outbox: outbox boxes, no --subscriber).
     #[command(flatten)]
     pub(crate) filters: Filters,
     /// Confirmation.
@@ -318,5 +332,21 @@ mod tests {
         assert!(Cli::try_parse_from(["bandeja", "retry", "--all-failed"]).is_ok());
         assert!(Cli::try_parse_from(["bandeja", "retry"]).is_err());
         assert!(Cli::try_parse_from(["bandeja", "retry", &id, "--all-failed"]).is_err());
+    }
+
+    #[test]
+    fn replay_takes_id_and_all_only_with_outbox() {
+        let id = MessageId::new().to_string();
+        for args in [
+            &["bandeja", "replay", "--outbox", "--id", &id][..],
+            &["bandeja", "replay", "--outbox", "--all"],
+            &[
+                "bandeja", "replay", "--outbox", "--type", "t", "--since", "1h",
+            ],
+        ] {
+            assert!(Cli::try_parse_from(args).is_ok(), "{args:?}");
+        }
+        assert!(Cli::try_parse_from(["bandeja", "replay", "--id", &id]).is_err());
+        assert!(Cli::try_parse_from(["bandeja", "replay", "--all"]).is_err());
     }
 }

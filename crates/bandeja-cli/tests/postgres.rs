@@ -167,6 +167,63 @@ fn retry_and_replay_send_rows_back_to_pending_in_a_postgres_schema() {
 }
 
 #[test]
+fn replay_outbox_sends_rows_again_from_the_box_and_its_archive_in_a_postgres_schema() {
+    let Some(db) = Seeded::new() else { return };
+    let bare = db.run(&["replay", "--outbox", "--yes"]).expect_code(2);
+    assert!(bare.stderr.contains("--all"), "{bare:#?}");
+    let archived = db
+        .run(&[
+            "archive",
+            "--older-than",
+            "0s",
+            "--box",
+            "outbox_events",
+            "--yes",
+        ])
+        .expect_code(0);
+    assert!(archived.stdout.contains("3 rows changed"), "{archived:#?}");
+    assert!(db.list(&["--box", "outbox_events"]).is_empty());
+
+    let dry = db
+        .run(&["replay", "--outbox", "--all", "--dry-run", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(dry["matched"].as_u64(), Some(3), "{dry:#}");
+    let id = db.ids[1].to_string();
+    let one = db
+        .run(&["replay", "--outbox", "--id", &id, "--yes", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(one["changed"].as_u64(), Some(1), "{one:#}");
+    assert_eq!(db.archived("outbox_events_archive"), 2);
+    let back = db.list(&["--box", "outbox_events"]);
+    assert_eq!(field(&back, "id"), [id]);
+    assert_eq!(field(&back, "status"), ["PENDING"]);
+    assert_eq!(field(&back, "resubmitted_count"), ["1"]);
+
+    let rest = db
+        .run(&[
+            "replay",
+            "--outbox",
+            "--type",
+            "conformance.Ping",
+            "--yes",
+            "--json",
+        ])
+        .expect_code(0)
+        .json();
+    assert_eq!(rest["changed"].as_u64(), Some(2), "{rest:#}");
+    assert_eq!(db.archived("outbox_events_archive"), 0);
+    let pending = db.list(&["--box", "outbox_events", "--status", "pending"]);
+    assert_eq!(pending.len(), SEEDED);
+    assert_eq!(
+        db.list(&["--box", "inbox_events", "--status", "completed"])
+            .len(),
+        SEEDED
+    );
+}
+
+#[test]
 fn purge_and_archive_remove_old_completed_rows_from_a_postgres_schema() {
     let Some(db) = Seeded::new() else { return };
     let recent = db

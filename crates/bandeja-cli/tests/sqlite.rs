@@ -305,6 +305,130 @@ fn replay_sends_completed_inbox_rows_back_to_pending() {
 }
 
 #[test]
+fn replay_outbox_sends_completed_outbox_rows_again() {
+    let db = Seeded::new();
+    let unchanged = |db: &Seeded| {
+        assert_eq!(
+            db.list(&["--box", "outbox_events", "--status", "completed"])
+                .len(),
+            SEEDED
+        );
+    };
+    let bare = db.run(&["replay", "--outbox", "--yes"]).expect_code(2);
+    assert!(bare.stderr.contains("--all"), "{bare:#?}");
+    let subscriber = db
+        .run(&[
+            "replay",
+            "--outbox",
+            "--subscriber",
+            SUCCEEDING,
+            "--all",
+            "--yes",
+        ])
+        .expect_code(2);
+    assert!(
+        subscriber.stderr.contains("no subscriber"),
+        "{subscriber:#?}"
+    );
+    let inbox = db
+        .run(&[
+            "replay",
+            "--outbox",
+            "--box",
+            "inbox_events",
+            "--all",
+            "--yes",
+        ])
+        .expect_code(2);
+    assert!(inbox.stderr.contains("not inbox_events"), "{inbox:#?}");
+    db.run(&["replay", "--id", &db.ids[0].to_string()])
+        .expect_code(2);
+    let unconfirmed = db
+        .run(&["replay", "--outbox", "--type", "conformance.Ping"])
+        .expect_code(4);
+    assert!(unconfirmed.stderr.contains("--yes"), "{unconfirmed:#?}");
+    unchanged(&db);
+
+    let dry = db
+        .run(&[
+            "replay",
+            "--outbox",
+            "--type",
+            "conformance.Ping",
+            "--dry-run",
+            "--json",
+        ])
+        .expect_code(0);
+    assert!(
+        dry.stderr.contains("3 rows (outbox_events 3) match"),
+        "{dry:#?}"
+    );
+    let dry = dry.json();
+    assert_eq!(dry["action"], "replay_outbox", "{dry:#}");
+    assert_eq!(
+        (dry["matched"].as_u64(), dry["changed"].as_u64()),
+        (Some(3), Some(0))
+    );
+    assert_eq!(dry["dry_run"], true);
+    unchanged(&db);
+
+    let id = db.ids[0].to_string();
+    let one = db
+        .run(&["replay", "--outbox", "--id", &id, "--yes", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(
+        (one["matched"].as_u64(), one["changed"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let pending = db.list(&["--box", "outbox_events", "--status", "pending"]);
+    assert_eq!(field(&pending, "id"), [id]);
+    assert_eq!(field(&pending, "resubmitted_count"), ["1"]);
+    assert_eq!(field(&pending, "completed_at"), ["null"]);
+
+    let rest = db
+        .run(&[
+            "replay",
+            "--outbox",
+            "--type",
+            "conformance.Ping",
+            "--since",
+            "1h",
+            "--yes",
+        ])
+        .expect_code(0);
+    assert!(
+        rest.stdout.contains("replay_outbox: 2 rows changed"),
+        "{rest:#?}"
+    );
+    assert!(rest.stdout.contains("absorb"), "{rest:#?}");
+    assert_eq!(
+        db.list(&["--box", "outbox_events", "--status", "pending"])
+            .len(),
+        SEEDED
+    );
+    let none = db
+        .run(&["replay", "--outbox", "--type", "other.Type", "--yes"])
+        .expect_code(0);
+    assert!(none.stdout.contains("nothing to do"), "{none:#?}");
+    assert!(
+        none.stderr.contains("`delete` completion mode"),
+        "{none:#?}"
+    );
+    // Inbox rows are not touched: the relay decides what each subscriber gets.
+    assert_eq!(
+        db.list(&["--box", "inbox_events", "--status", "completed"])
+            .len(),
+        SEEDED
+    );
+    assert_eq!(
+        db.list(&["--box", "inbox_events", "--status", "failed"])
+            .len(),
+        SEEDED
+    );
+}
+
+#[test]
 fn purge_deletes_completed_rows_older_than_the_cutoff() {
     let db = Seeded::new();
     let recent = db

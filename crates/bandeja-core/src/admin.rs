@@ -1,7 +1,8 @@
 //! The `Admin` capability: what operators (the HTTP endpoints, the dashboard and the
 //! `bandeja` CLI) read and change in the boxes — counters, listings, one message in full,
-//! retry of FAILED rows, replay of COMPLETED inbox rows, purge and archive of old COMPLETED
-//! rows. Separate from [`Store`](crate::Store): the workers never need it.
+//! retry of FAILED rows, replay of COMPLETED inbox rows, replay of COMPLETED outbox rows
+//! ([`OutboxReplay`]), purge and archive of old COMPLETED rows. Separate from
+//! [`Store`](crate::Store): the workers never need it.
 //!
 //! Every value an operator types (tenant, type, subscriber, id, times) travels to SQL as a
 //! bound parameter; box names come from [`BoxKind`] and statuses from [`MessageStatus`],
@@ -17,6 +18,10 @@ use crate::error::{StoreError, StoreErrorKind};
 use crate::record::BoxKind;
 use crate::status::MessageStatus;
 use crate::store::{Inspect, RowView};
+
+mod outbox_replay;
+
+pub use outbox_replay::{OutboxReplay, ReplayRefused};
 
 /// The counters of one box (or of one tenant in one box), as `GET /boxes` shows them.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -185,7 +190,8 @@ impl MessageFilter {
                 "replay messages",
                 format!(
                     "replay applies to inboxes (inbox_events, inbox_commands), not {outbox}: \
-                     to send a message again, retry its FAILED outbox row or emit it anew"
+                     to send COMPLETED outbox rows again, replay the outbox \
+                     (`bandeja replay --outbox`)"
                 ),
             ));
         }
@@ -314,8 +320,37 @@ pub trait Admin: Inspect {
     /// Reprocessing after a bug fix: COMPLETED inbox rows matching `filter` go back to
     /// PENDING (recorded like a retry, `completed_at` cleared). Outbox rows are never
     /// touched. The filter's status, if set, must be COMPLETED and its box, if set, an
-    /// inbox ([`MessageFilter::check_replay`]). Returns how many rows changed.
+    /// inbox ([`MessageFilter::check_replay`]). Returns how many rows changed. To send
+    /// outbox rows again, see [`Admin::replay_outbox`].
     async fn replay(&self, filter: &MessageFilter) -> Result<u64, StoreError>;
+
+    /// Re-sending: the COMPLETED outbox rows `replay` chooses go back to PENDING, due now,
+    /// recorded like a retry (`retry_count` and `takeover_count` 0, no lease,
+    /// `resubmitted_count + 1`, `resubmitted_at`, `completed_at` cleared, `last_error`
+    /// kept, `seq` kept so per-key order holds), in batches (one short statement or
+    /// transaction each); the outbox workers are woken. Rows in the box's archive table
+    /// ([`archive_table`]: `archive` completion mode, or an operator's
+    /// [`Admin::archive`]) that match are moved back into the box the same way, unless the
+    /// box already holds a row with their id. Rows completed again while the replay runs,
+    /// and rows created after it started, are not taken.
+    ///
+    /// Then the system does what it always does: the in-process relay inserts one inbox row
+    /// per subscriber with dedup on `(id, subscriber)` — an existing row only counts one
+    /// more delivery, its status untouched — so only the subscribers that lack the message
+    /// get a row (a new subscriber is backfilled); over a broker the receiving inbox
+    /// deduplicates the same way.
+    ///
+    /// Refused (a [`ReplayRefused`] inside the error, nothing changed) when
+    /// [`OutboxReplay::check`] fails, and when a box it covers completes in `delete` mode
+    /// as this store handle is configured
+    /// ([`Store::with_completion`](crate::Store::with_completion)): such a box keeps no
+    /// COMPLETED row. Returns how many rows were sent again.
+    async fn replay_outbox(&self, replay: &OutboxReplay) -> Result<u64, StoreError>;
+
+    /// How many rows [`Admin::replay_outbox`] would send again now: the COMPLETED rows of
+    /// each outbox it covers plus the matching archived rows whose id the box does not
+    /// hold, counted in the database. Refused as `replay_outbox` is.
+    async fn count_outbox_replay(&self, replay: &OutboxReplay) -> Result<u64, StoreError>;
 
     /// Deletes COMPLETED rows of `box_kind` completed before `older_than`, in batches (one
     /// short transaction each). Returns how many rows were deleted. Purged inbox rows no

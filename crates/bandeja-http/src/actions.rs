@@ -1,11 +1,12 @@
 //! The operator actions — retry one message, retry every FAILED row matching a filter,
-//! replay COMPLETED inbox rows, purge or archive old COMPLETED rows. Every one needs the
-//! admin token.
+//! replay COMPLETED inbox rows, send COMPLETED outbox rows again, purge or archive old
+//! COMPLETED rows. Every one needs the admin token.
 
 use axum::extract::Path;
 use axum::http::HeaderMap;
 use axum::Json;
-use bandeja_core::admin::{Admin, MessageFilter};
+use bandeja_core::admin::{Admin, MessageFilter, OutboxReplay, ReplayRefused};
+use bandeja_core::StoreError;
 use bandeja_core::{BoxKind, MessageStatus};
 use serde_json::{json, Value};
 
@@ -120,6 +121,50 @@ pub(crate) async fn replay<A: Admin>(
     }
     let replayed = state.admin.replay(&filter).await?;
     tracing::info!(replayed, ?filter, "operator replayed messages over HTTP");
+    Ok(Json(json!({ "replayed": replayed })))
+}
+
+/// A refused outbox replay: 400 for a filter it cannot serve, 409 for a box that keeps
+/// nothing to replay (`delete` mode); other store errors as usual.
+fn refused(error: StoreError) -> ApiError {
+    match ReplayRefused::of(&error) {
+        Some(reason) if reason.is_bad_filter() => ApiError::BadRequest(reason.to_string()),
+        Some(reason) => ApiError::Conflict(reason.to_string()),
+        None => ApiError::Store(error),
+    }
+}
+
+/// `POST /replay/outbox?<filter>[&all=true][&dry_run=true]`: COMPLETED outbox rows matching
+/// the filter (and matching archived ones, moved back) go back to PENDING and are sent
+/// again; the subscribers that already have a message absorb it. A filter that narrows
+/// nothing (type, since, until, id or tenant) needs `all=true`. `dry_run=true` only
+/// counts: `{"matched": n, "dry_run": true}`; otherwise `{"replayed": n}`.
+pub(crate) async fn replay_outbox<A: Admin>(
+    state: Shared<A>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    auth::require_token(&state.options, &headers)?;
+    let params = Params::new(pairs(query)?, &[FILTER_KEYS, &["all", "dry_run"]])?;
+    let replay = OutboxReplay {
+        filter: params.filter()?,
+        all: params.flag("all")?,
+    };
+    replay.check().map_err(refused)?;
+    if params.flag("dry_run")? {
+        let matched = state
+            .admin
+            .count_outbox_replay(&replay)
+            .await
+            .map_err(refused)?;
+        return Ok(Json(json!({ "matched": matched, "dry_run": true })));
+    }
+    let replayed = state.admin.replay_outbox(&replay).await.map_err(refused)?;
+    tracing::info!(
+        replayed,
+        ?replay,
+        "operator replayed outbox messages over HTTP"
+    );
     Ok(Json(json!({ "replayed": replayed })))
 }
 

@@ -1,6 +1,8 @@
 //! `GET /` and `GET /dashboard`: one self-contained page (inline CSS and JavaScript, no
 //! CDN) showing the four boxes' counters (rows taken over included) and the FAILED messages
-//! with their retries, lease takeovers and last error, with buttons to retry one or all.
+//! with their retries, lease takeovers and last error, with buttons to retry one or all,
+//! and a control to replay outbox messages by box, type and time window (counted first,
+//! then confirmed).
 //!
 //! The page carries no secret. The operator types the admin token into it (or opens the
 //! URL [`Server::dashboard_url`](crate::Server::dashboard_url) prints, whose `#token=`

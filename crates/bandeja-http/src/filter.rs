@@ -89,6 +89,16 @@ impl Params {
         Ok(filter)
     }
 
+    /// A yes/no parameter: `true`/`false` (also `1`/`0`, `yes`/`no`); absent is `false`.
+    pub(crate) fn flag(&self, key: &str) -> Result<bool, ApiError> {
+        self.parse(key, |v| match v.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => Ok(true),
+            "false" | "0" | "no" => Ok(false),
+            _ => Err("expected true or false".to_owned()),
+        })
+        .map(|flag| flag.unwrap_or(false))
+    }
+
     /// The page: `limit` (1 to 1000, default 100) and `before` (a `seq`).
     pub(crate) fn page(&self) -> Result<Page, ApiError> {
         let limit = self
@@ -260,6 +270,23 @@ mod tests {
             params(&[("box", "inbox_events"), ("box", "outbox_events")]),
             Err(ApiError::BadRequest(m)) if m.contains("more than once")
         ));
+    }
+
+    #[test]
+    fn flags_are_true_or_false() {
+        let p = Params::new(
+            vec![
+                ("all".into(), "TRUE".into()),
+                ("dry_run".into(), "0".into()),
+            ],
+            &[&["all", "dry_run", "other"]],
+        )
+        .unwrap();
+        assert!(p.flag("all").unwrap());
+        assert!(!p.flag("dry_run").unwrap());
+        assert!(!p.flag("other").unwrap(), "absent");
+        let bad = Params::new(vec![("all".into(), "maybe".into())], &[&["all"]]).unwrap();
+        assert!(matches!(bad.flag("all"), Err(ApiError::BadRequest(m)) if m.contains("`all`")));
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub(crate) type Shared<A> = axum::extract::State<Arc<AppState<A>>>;
 /// | `GET /boxes[?by=tenant]` | the counters of the four boxes | never |
 /// | `GET /metrics` | Prometheus text | never |
 /// | `GET /messages?…`, `GET /messages/{id}` | listings, one message in full | when configured |
-/// | `POST /messages/{id}/retry`, `POST /retry?…`, `POST /replay?…`, `POST /purge?…`, `POST /archive?…` | operator actions | always |
+/// | `POST /messages/{id}/retry`, `POST /retry?…`, `POST /replay?…`, `POST /replay/outbox?…`, `POST /purge?…`, `POST /archive?…` | operator actions | always |
 /// | `GET /`, `GET /dashboard` | the dashboard page | never (its calls use the token) |
 ///
 /// Mount it where you like (`Router::new().nest("/bandeja", bandeja_http::router(..))`),
@@ -44,6 +44,7 @@ pub fn router<A: Admin>(admin: A, options: HttpOptions) -> Router {
         .route("/messages/{id}/retry", post(actions::retry_one::<A>))
         .route("/retry", post(actions::retry::<A>))
         .route("/replay", post(actions::replay::<A>))
+        .route("/replay/outbox", post(actions::replay_outbox::<A>))
         .route("/purge", post(actions::purge::<A>))
         .route("/archive", post(actions::archive::<A>))
         .with_state(state)

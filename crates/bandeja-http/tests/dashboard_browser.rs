@@ -2,7 +2,8 @@
 //! (chromedriver), against the server as `bandeja serve` runs it. A FAILED message shows
 //! with its last error, its retries and its lease takeovers apart, the boxes with their rows
 //! taken over; clicking its Retry button sends it back and the running worker completes it,
-//! which the page shows.
+//! which the page shows. The Replay outbox control counts, asks and sends COMPLETED outbox
+//! messages again.
 //!
 //! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (`apt-get install chromium
 //! chromium-driver`; `.ci/run` installs them), or `CHROMIUM` / `CHROMEDRIVER` pointing
@@ -225,4 +226,109 @@ async fn retry_button_sends_a_failed_message_back_and_the_page_shows_it_complete
     let _ = stop.send(());
     serving.await.expect("server task").expect("server ran");
     running.shutdown().await;
+}
+
+/// Waits until the page shows a `confirm()` dialog, checks its text and accepts it.
+async fn accept_confirm(client: &Client, needle: &str) {
+    let text = eventually(WAIT, || async { client.get_alert_text().await.ok() })
+        .await
+        .expect("the page asks for confirmation");
+    assert!(text.contains(needle), "{text}");
+    client.accept_alert().await.expect("accept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_outbox_control_counts_asks_and_sends_the_messages_again() {
+    let Some(driver) = chromedriver().await else {
+        return;
+    };
+    let (store, _file) = sqlite_store().await;
+    let (running, failed) = start_with_a_failed_order(&store, 5).await;
+    running.shutdown().await;
+    // Its outbox row is COMPLETED (sent); the inbox row FAILED is not the outbox's business.
+    assert_eq!(
+        status_of(&store, BoxKind::OutboxEvents, failed.id).await,
+        Some(MessageStatus::Completed)
+    );
+
+    let server = bandeja_http::bind(
+        store.clone(),
+        HttpOptions::new().token(TOKEN),
+        "127.0.0.1:0".parse().expect("address"),
+    )
+    .await
+    .expect("bind");
+    let url = server.dashboard_url();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.run(async {
+        let _ = stopped.await;
+    }));
+    let client = browser(&driver).await;
+    client.goto(&url).await.expect("open the dashboard");
+    let kind = client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#replay-type"))
+        .await
+        .expect("the replay control");
+    kind.send_keys("http_test.OrderPlaced")
+        .await
+        .expect("type the message type");
+    client
+        .find(Locator::Css("#replay-since"))
+        .await
+        .expect("since")
+        .send_keys("1h")
+        .await
+        .expect("type the window");
+    client
+        .find(Locator::Css("#replay-outbox"))
+        .await
+        .expect("the Replay button")
+        .click()
+        .await
+        .expect("click Replay");
+    accept_confirm(&client, "Send 1 outbox message(s) again?").await;
+    let note = eventually(WAIT, || async {
+        text_of(&client, "#replay-note")
+            .await
+            .filter(|t| t.starts_with("Replayed"))
+    })
+    .await
+    .expect("the page says what it replayed");
+    assert!(note.contains("Replayed 1 outbox message(s)"), "{note}");
+    assert_eq!(
+        status_of(&store, BoxKind::OutboxEvents, failed.id).await,
+        Some(MessageStatus::Pending),
+        "sent again: PENDING until a worker relays it"
+    );
+
+    // No type and no window: the page asks before sending everything.
+    kind.clear().await.expect("clear the type");
+    client
+        .find(Locator::Css("#replay-since"))
+        .await
+        .expect("since")
+        .clear()
+        .await
+        .expect("clear the window");
+    client
+        .find(Locator::Css("#replay-outbox"))
+        .await
+        .expect("the Replay button")
+        .click()
+        .await
+        .expect("click Replay");
+    accept_confirm(&client, "EVERY completed outbox message").await;
+    eventually(WAIT, || async {
+        text_of(&client, "#replay-note")
+            .await
+            .filter(|t| t.contains("No COMPLETED outbox message matches"))
+    })
+    .await
+    .expect("nothing left to replay: the one row is PENDING");
+
+    client.close().await.expect("close the browser");
+    let _ = stop.send(());
+    serving.await.expect("server task").expect("server ran");
 }

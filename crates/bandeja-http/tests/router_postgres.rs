@@ -126,3 +126,11 @@ async fn postgres_health_is_down_when_the_database_cannot_be_reached() {
     );
     assert_database_down(&call(&app, "GET", "/health", None).await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_outbox_replay_over_http_backfills_a_new_subscriber() {
+    let Some((store, _schema)) = pg_store().await else {
+        return;
+    };
+    common::outbox_replay::outbox_replay_over_http_backfills_a_new_subscriber(store, TOKEN).await;
+}

@@ -270,6 +270,7 @@ async fn admin_actions_always_need_the_token_and_listings_need_it_when_configure
         "/retry".to_owned(),
         format!("/messages/{some_id}/retry"),
         "/replay?box=inbox_events".to_owned(),
+        "/replay/outbox?type=t".to_owned(),
         "/purge?older_than=7d".to_owned(),
         "/archive?older_than=7d".to_owned(),
     ];
@@ -583,6 +584,12 @@ async fn retry_all_replay_and_purge_act_on_what_the_filter_matches() {
     .await;
     assert_eq!(archived.status, StatusCode::OK, "{}", archived.body);
     assert_eq!(archived.json()["archived"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_replay_over_http_backfills_a_new_subscriber() {
+    let (store, _file) = sqlite_store().await;
+    common::outbox_replay::outbox_replay_over_http_backfills_a_new_subscriber(store, TOKEN).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

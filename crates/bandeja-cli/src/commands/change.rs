@@ -12,7 +12,7 @@ use crate::scan;
 /// What a destructive command prints at the end (`--json`: this document).
 #[derive(Debug, serde::Serialize)]
 pub(crate) struct Changed {
-    /// `retry`, `replay`, `purge` or `archive`.
+    /// `retry`, `replay`, `replay_outbox`, `purge` or `archive`.
     pub(crate) action: &'static str,
     /// Rows that matched when counted.
     pub(crate) matched: u64,
@@ -111,6 +111,9 @@ fn effect(action: &str) -> &'static str {
     match action {
         "retry" => "back to PENDING, due now, retry and takeover counts 0",
         "replay" => "back to PENDING, to be handled again",
+        "replay_outbox" => {
+            "back to PENDING, to be sent again; subscribers that already have a message absorb it"
+        }
         "purge" => "deleted",
         "archive" => "moved to the archive tables",
         _ => "done",

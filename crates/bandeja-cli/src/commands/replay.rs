@@ -1,8 +1,11 @@
 //! `bandeja replay`: COMPLETED inbox rows matching the filters back to PENDING, so their
-//! handlers run again (after fixing a handler bug).
+//! handlers run again (after fixing a handler bug). `bandeja replay --outbox`: COMPLETED
+//! outbox rows sent again ([`outbox`]).
 
 use bandeja_core::admin::Admin;
 use bandeja_core::{BoxKind, MessageStatus};
+
+mod outbox;
 
 use crate::cli::ReplayArgs;
 use crate::commands::change::{self, Decision};
@@ -18,6 +21,9 @@ pub(crate) async fn run<S: Admin>(
     args: &ReplayArgs,
     json: bool,
 ) -> Result<(), CliError> {
+    if args.outbox {
+        return outbox::run(store, args, json).await;
+    }
     let filter = args.filters.to_filter(None, None);
     filter
         .check_replay()

@@ -1,5 +1,5 @@
 //! The `Admin` conformance suite: every store runs these checks of counters, listings,
-//! count, show, retry, replay, purge and archive with
+//! count, show, retry, replay, outbox replay (in [`outbox_replay`]), purge and archive with
 //! [`admin_conformance_tests!`](crate::admin_conformance_tests).
 //!
 //! Most checks start from the same [`Fixture`]: rows in every status, two tenants, two
@@ -11,6 +11,9 @@ use std::time::Duration;
 use chrono::Utc;
 
 use super::{emit, ping, request, rows};
+
+pub mod outbox_replay;
+
 use crate::admin::{Admin, MessageFilter, MessageView, Page};
 use crate::envelope::MessageId;
 use crate::error::StoreErrorKind;
@@ -18,6 +21,13 @@ use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
 use crate::status::MessageStatus;
 use crate::store::{Delivery, Inspect, Outcome, Resolution, RowView, Store};
 use crate::tenant::TenantId;
+pub use outbox_replay::{
+    outbox_replay_backfills_a_new_subscriber, outbox_replay_chooses_by_time_window_id_and_tenant,
+    outbox_replay_moves_archived_rows_back_into_the_box,
+    outbox_replay_refuses_what_it_cannot_serve,
+    outbox_replay_resends_completed_rows_and_the_inbox_absorbs_them,
+    outbox_replay_runs_in_batches_and_takes_each_row_once,
+};
 
 mod rejected;
 pub use rejected::retry_routes_a_rejected_message_once_a_subscription_exists;
@@ -46,6 +56,12 @@ macro_rules! admin_conformance_tests {
             retry_resubmits_failed_rows_only_and_wakes_the_box,
             retry_and_replay_reject_filters_they_cannot_serve,
             replay_resubmits_completed_inbox_rows_only,
+            outbox_replay_resends_completed_rows_and_the_inbox_absorbs_them,
+            outbox_replay_backfills_a_new_subscriber,
+            outbox_replay_moves_archived_rows_back_into_the_box,
+            outbox_replay_refuses_what_it_cannot_serve,
+            outbox_replay_chooses_by_time_window_id_and_tenant,
+            outbox_replay_runs_in_batches_and_takes_each_row_once,
             purge_deletes_old_completed_rows_only,
             purge_and_archive_count_a_row_completed_just_before_the_horizon,
             sql_metacharacters_in_filters_match_nothing_and_break_nothing,

@@ -27,6 +27,8 @@ use bandeja_sqlite::SqliteStore;
 use serde::{Deserialize, Serialize};
 use tower::ServiceExt;
 
+pub mod outbox_replay;
+
 /// How long a test waits for asynchronous work.
 pub const WAIT: Duration = Duration::from_secs(20);
 

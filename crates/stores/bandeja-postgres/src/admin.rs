@@ -1,14 +1,17 @@
-//! `Admin` for PostgreSQL: counters, listings, counts, retry, replay, purge and archive (see
-//! [`bandeja_core::admin`]). SQL in [`sql`]; table names only from [`BoxKind`] and the
-//! store's validated schema.
+//! `Admin` for PostgreSQL: counters, listings, counts, retry, replay, outbox replay, purge
+//! and archive (see [`bandeja_core::admin`]). SQL in [`sql`] (outbox replay:
+//! [`outbox_replay`]); table names only from [`BoxKind`] and the store's validated schema.
 
+mod outbox_replay;
 mod sql;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bandeja_core::admin::{Admin, BoxCounters, MessageFilter, MessageView, Page, StatusGroup};
+use bandeja_core::admin::{
+    Admin, BoxCounters, MessageFilter, MessageView, OutboxReplay, Page, StatusGroup,
+};
 use bandeja_core::{BoxKind, MessageId, MessageStatus, Store, StoreError, StoreErrorKind};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
@@ -239,6 +242,14 @@ impl Admin for PgStore {
     async fn replay(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
         self.resubmit(&filter.replay_boxes()?, MessageStatus::Completed, filter)
             .await
+    }
+
+    async fn replay_outbox(&self, replay: &OutboxReplay) -> Result<u64, StoreError> {
+        self.resend_outbox(replay).await
+    }
+
+    async fn count_outbox_replay(&self, replay: &OutboxReplay) -> Result<u64, StoreError> {
+        self.count_resendable(replay).await
     }
 
     async fn purge(&self, box_kind: BoxKind, older_than: DateTime<Utc>) -> Result<u64, StoreError> {

@@ -36,7 +36,7 @@ pub(super) enum Value {
 /// A statement and its values, bound in order as `$1`, `$2`...
 pub(super) struct Statement {
     pub(super) sql: String,
-    values: Vec<Value>,
+    pub(super) values: Vec<Value>,
 }
 
 impl Statement {
@@ -54,12 +54,12 @@ impl Statement {
 
 /// Collects values and hands out their `$n` placeholders.
 #[derive(Default)]
-struct Binder {
-    values: Vec<Value>,
+pub(super) struct Binder {
+    pub(super) values: Vec<Value>,
 }
 
 impl Binder {
-    fn push(&mut self, value: Value, cast: &str) -> String {
+    pub(super) fn push(&mut self, value: Value, cast: &str) -> String {
         self.values.push(value);
         format!("${}::{cast}", self.values.len())
     }
@@ -90,7 +90,7 @@ fn select_columns(box_kind: BoxKind) -> String {
 
 /// `AND ...` for each filter field set (the status only when `with_status`). `completed`:
 /// the rows sought are COMPLETED, so `since` also bounds `completed_at`.
-fn filter_clauses(
+pub(super) fn filter_clauses(
     filter: &MessageFilter,
     with_status: bool,
     completed: bool,

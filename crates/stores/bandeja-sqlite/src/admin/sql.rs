@@ -67,7 +67,11 @@ fn select_columns(box_kind: BoxKind) -> String {
 }
 
 /// `AND ...` for each filter field set (the status only when `with_status`).
-fn filter_clauses(filter: &MessageFilter, with_status: bool, values: &mut Vec<Value>) -> String {
+pub(super) fn filter_clauses(
+    filter: &MessageFilter,
+    with_status: bool,
+    values: &mut Vec<Value>,
+) -> String {
     let mut sql = String::new();
     if let Some(status) = filter.status.filter(|_| with_status) {
         // A closed enum, written as its constant text so the planner can use the partial
