@@ -5,12 +5,12 @@
 //! same truth:
 //!
 //! - At [`start`](crate::Bandeja::start) a process registers each of its subscribers
-//!   ([`Store::register`]): one `subscriptions` row per kind, message type, subscriber and
+//!   ([`Store::register`](crate::Store::register)): one `subscriptions` row per kind, message type, subscriber and
 //!   tenant filter, and one `subscription_processes` row per subscriber it runs. It
 //!   refreshes both every [`heartbeat_every`] and removes its process rows at shutdown.
 //! - The in-process relay creates one inbox row per subscription registered for the type,
 //!   whichever process relays; reception from a broker does the same for the subscriptions
-//!   of its service ([`Store::routes`]). A subscription receives the messages relayed or
+//!   of its service ([`Store::routes`](crate::Store::routes)). A subscription receives the messages relayed or
 //!   received from the moment it was first registered.
 //! - An inbox worker claims only the rows of the subscribers its process runs, so a row is
 //!   never FAILED because this process lacks its subscriber: it waits for a process that
