@@ -27,7 +27,7 @@ fn runtime<S: Store>(store: &S, subscribers: &[&str]) -> Bandeja<S> {
         .iter()
         .fold(
             Bandeja::builder(store.clone()).config(fast_config()),
-            |builder, name| builder.on_event::<common::OrderPlaced, _>(*name, Flaky::default()),
+            |builder, name| builder.on_event::<common::OrderPlaced, _>(name, Flaky::default()),
         )
         .build()
         .expect("valid runtime")
