@@ -61,6 +61,10 @@ pub(crate) enum CliError {
     /// The operator did not confirm.
     #[error("{0}")]
     Aborted(String),
+    /// The store refused a change in the state it found (a subscription still run by live
+    /// processes): nothing changed.
+    #[error("{0}")]
+    Refused(String),
     /// Writing the output or reading the answer failed.
     #[error("input/output error: {0}")]
     Io(#[from] io::Error),
@@ -84,6 +88,7 @@ impl CliError {
             CliError::NotFound(_) => Exit::NotFound,
             CliError::Aborted(_) => Exit::Aborted,
             CliError::Connect { .. }
+            | CliError::Refused(_)
             | CliError::Store(_)
             | CliError::Io(_)
             | CliError::Json(_)
