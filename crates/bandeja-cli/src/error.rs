@@ -31,10 +31,11 @@ impl Exit {
 pub(crate) const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  success (also when nothing matched)
-  1  runtime or database error (unreachable database, failed statement, migrations missing)
+  1  runtime or database error (unreachable database, failed statement, migrations missing),
+     or refused (subscribers retire while a live process runs the subscriber)
   2  usage error (bad arguments, unknown database URL scheme, invalid schema name,
      serve off loopback without --token)
-  3  not found (no row holds the message id)
+  3  not found (no row holds the message id; no subscription has the subscriber)
   4  aborted: a destructive command was not confirmed (answered no, or stdin is not a
      terminal and --yes was not given); nothing changed";
 
