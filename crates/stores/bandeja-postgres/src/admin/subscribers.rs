@@ -60,14 +60,25 @@ fn process_view(row: &PgRow) -> Result<(MessageKind, String, ProcessView), Store
     ))
 }
 
-/// The rows of the subscription `s` in `inbox` with one of `statuses` (a live or the FAILED
-/// partial index).
-fn counted(inbox: &str, statuses: &str) -> String {
-    format!(
-        "(SELECT count(*) FROM {inbox} i WHERE i.status IN ({statuses}) \
-           AND i.subscriber = s.subscriber AND i.message_type = s.message_type \
-           AND (s.tenant_id = '' OR i.tenant_id = s.tenant_id))"
-    )
+/// The live (PENDING, PROCESSING) and FAILED rows of both inboxes, counted in one pass
+/// over each partial index (live, FAILED) and grouped by kind, subscriber, type and tenant:
+/// the subscriptions take their counts from it, so a listing (and every `/health`) reads
+/// each row once however many subscriptions there are.
+fn counted(events: &str, commands: &str) -> String {
+    let mut parts = Vec::new();
+    for (kind, inbox) in [("event", events), ("command", commands)] {
+        for (statuses, pending, failed) in [
+            ("status IN ('PENDING', 'PROCESSING')", "count(*)", "0"),
+            ("status = 'FAILED'", "0", "count(*)"),
+        ] {
+            parts.push(format!(
+                "SELECT '{kind}' AS kind, subscriber, message_type, tenant_id, \
+                   {pending} AS pending, {failed} AS failed FROM {inbox} WHERE {statuses} \
+                 GROUP BY subscriber, message_type, tenant_id"
+            ));
+        }
+    }
+    parts.join(" UNION ALL ")
 }
 
 /// [`Admin::subscriptions`](bandeja_core::admin::Admin::subscriptions).
@@ -78,20 +89,22 @@ pub(super) async fn subscriptions(
     let schema = store.schema();
     let inbox = |kind: MessageKind| format!("\"{schema}\".{}", kind.inbox().table());
     let (events, commands) = (inbox(MessageKind::Event), inbox(MessageKind::Command));
-    let (live, failed) = ("'PENDING', 'PROCESSING'", "'FAILED'");
     let sql = format!(
-        "SELECT s.kind, s.message_type, s.subscriber, s.tenant_id, s.service, \
+        "WITH counted AS ({}) \
+         SELECT s.kind, s.message_type, s.subscriber, s.tenant_id, s.service, \
            s.first_seen_at, s.last_seen_at, \
            greatest(extract(epoch FROM {NOW} - s.last_seen_at), 0)::float8 AS unseen, \
-           CASE s.kind WHEN 'event' THEN {} ELSE {} END AS pending, \
-           CASE s.kind WHEN 'event' THEN {} ELSE {} END AS failed \
+           coalesce(sum(c.pending), 0)::int8 AS pending, \
+           coalesce(sum(c.failed), 0)::int8 AS failed \
          FROM \"{schema}\".subscriptions s \
+         LEFT JOIN counted c ON c.kind = s.kind AND c.subscriber = s.subscriber \
+           AND c.message_type = s.message_type \
+           AND (s.tenant_id = '' OR c.tenant_id = s.tenant_id) \
+         GROUP BY s.kind, s.message_type, s.subscriber, s.tenant_id, s.service, \
+           s.first_seen_at, s.last_seen_at \
          ORDER BY CASE s.kind WHEN 'event' THEN 0 ELSE 1 END, s.subscriber, s.message_type, \
            s.tenant_id",
-        counted(&events, live),
-        counted(&commands, live),
-        counted(&events, failed),
-        counted(&commands, failed),
+        counted(&events, &commands),
     );
     let rows = sqlx::query(&sql)
         .fetch_all(store.pool())

@@ -55,13 +55,25 @@ fn before_now(now: DateTime<Utc>, ago: Duration) -> String {
     time_text(cutoff.max(DateTime::<Utc>::UNIX_EPOCH))
 }
 
-/// How many live and FAILED rows of the subscription in the inbox of `kind`.
-fn counted(inbox: &str, statuses: &str) -> String {
-    format!(
-        "(SELECT count(*) FROM {inbox} i WHERE i.status IN ({statuses}) \
-           AND i.subscriber = s.subscriber AND i.message_type = s.message_type \
-           AND (s.tenant_id = '' OR i.tenant_id = s.tenant_id))"
-    )
+/// The live (PENDING, PROCESSING) and FAILED rows of both inboxes, counted in one pass
+/// over each partial index (live, FAILED) and grouped by kind, subscriber, type and tenant:
+/// the subscriptions take their counts from it, so a listing (and every `/health`) reads
+/// each row once however many subscriptions there are.
+fn counted(events: &str, commands: &str) -> String {
+    let mut parts = Vec::new();
+    for (kind, inbox) in [("event", events), ("command", commands)] {
+        for (statuses, pending, failed) in [
+            ("status IN ('PENDING', 'PROCESSING')", "count(*)", "0"),
+            ("status = 'FAILED'", "0", "count(*)"),
+        ] {
+            parts.push(format!(
+                "SELECT '{kind}' AS kind, subscriber, message_type, tenant_id, \
+                   {pending} AS pending, {failed} AS failed FROM {inbox} WHERE {statuses} \
+                 GROUP BY subscriber, message_type, tenant_id"
+            ));
+        }
+    }
+    parts.join(" UNION ALL ")
 }
 
 fn process_view(row: &SqliteRow) -> Result<(MessageKind, String, ProcessView), StoreError> {
@@ -91,23 +103,24 @@ pub(super) async fn subscriptions(
     live_for: Duration,
 ) -> Result<Vec<SubscriptionView>, StoreError> {
     let now = Utc::now();
-    let (live, failed) = ("'PENDING', 'PROCESSING'", "'FAILED'");
     let (events, commands) = (
         MessageKind::Event.inbox().table(),
         MessageKind::Command.inbox().table(),
     );
     let sql = format!(
-        "SELECT s.kind, s.message_type, s.subscriber, s.tenant_id, s.service, \
+        "WITH counted AS ({}) \
+         SELECT s.kind, s.message_type, s.subscriber, s.tenant_id, s.service, \
            s.first_seen_at, s.last_seen_at, \
-           CASE s.kind WHEN 'event' THEN {} ELSE {} END AS pending, \
-           CASE s.kind WHEN 'event' THEN {} ELSE {} END AS failed \
+           coalesce(sum(c.pending), 0) AS pending, coalesce(sum(c.failed), 0) AS failed \
          FROM subscriptions s \
+         LEFT JOIN counted c ON c.kind = s.kind AND c.subscriber = s.subscriber \
+           AND c.message_type = s.message_type \
+           AND (s.tenant_id = '' OR c.tenant_id = s.tenant_id) \
+         GROUP BY s.kind, s.message_type, s.subscriber, s.tenant_id, s.service, \
+           s.first_seen_at, s.last_seen_at \
          ORDER BY CASE s.kind WHEN 'event' THEN 0 ELSE 1 END, s.subscriber, s.message_type, \
            s.tenant_id",
-        counted(events, live),
-        counted(commands, live),
-        counted(events, failed),
-        counted(commands, failed),
+        counted(events, commands),
     );
     let mut conn = store
         .pool()
