@@ -196,6 +196,11 @@ fn subscribers_are_listed_and_retire_needs_a_choice_a_confirmation_and_no_live_p
     let document = plan.json();
     assert_eq!(document["dry_run"], true);
     assert_eq!(document["failed"], SEEDED);
+    assert_eq!(document["subscriptions"][0]["type"], PING, "{document:#}");
+    assert_eq!(
+        document["subscriptions"][0]["kind"], "event",
+        "{document:#}"
+    );
     assert!(plan.stderr.contains("deleted"), "{plan:#?}");
     assert_eq!(
         entries(&run_on(&db, &["subscribers", "--json"]).expect_code(0)).len(),

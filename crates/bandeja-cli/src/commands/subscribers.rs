@@ -10,9 +10,8 @@ use std::io::{self, Write};
 
 use bandeja_core::admin::{
     kind_plural, longest_live_for, retired_kinds, Admin, Attendance, MessageFilter, RetireRefused,
-    RetireReport, Settle, SubscriptionListing, SubscriptionView,
+    RetireReport, RetiredSubscription, Settle, SubscriptionListing, SubscriptionView,
 };
-use bandeja_core::subscriptions::kind_name;
 use bandeja_core::{MessageKind, MessageStatus, StoreError};
 
 use crate::cli::{RetireArgs, SubscribersArgs, SubscribersCommand};
@@ -122,8 +121,8 @@ struct Plan<'a> {
     subscriber: &'a str,
     settle: Settle,
     dry_run: bool,
-    /// `event` / `command` and type of each subscription that would be deleted.
-    subscriptions: Vec<(&'static str, &'a str)>,
+    /// The subscriptions that would be deleted.
+    subscriptions: Vec<RetiredSubscription>,
     pending: u64,
     processing: u64,
     failed: u64,
@@ -242,7 +241,11 @@ async fn retire<S: Admin>(store: &S, args: &RetireArgs, json: bool) -> Result<()
             dry_run: true,
             subscriptions: mine
                 .iter()
-                .map(|v| (kind_name(v.kind), v.message_type.as_str()))
+                .map(|v| RetiredSubscription {
+                    kind: v.kind,
+                    message_type: v.message_type.clone(),
+                    tenant: v.tenant.clone(),
+                })
                 .collect(),
             pending,
             processing,
