@@ -97,6 +97,9 @@ pub(crate) enum Command {
     Archive(RetentionArgs),
     /// Serve the HTTP endpoints (/health, /boxes, /metrics) and the dashboard.
     Serve(ServeArgs),
+    /// The subscriptions: who subscribes to what, the live processes that run each one,
+    /// its pending and FAILED rows; `subscribers retire` ends one.
+    Subscribers(SubscribersArgs),
 }
 
 /// `bandeja status`.
@@ -292,6 +295,56 @@ impl Cli {
     }
 }
 
+/// `bandeja subscribers [retire …]`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(crate) struct SubscribersArgs {
+    /// Retire one.
+    #[command(subcommand)]
+    pub(crate) command: Option<SubscribersCommand>,
+    /// A subscription with pending rows that no live process has run for longer than this
+    /// is unattended (what makes /health DOWN).
+    #[arg(long, default_value = "PT5M", value_parser = args::duration)]
+    pub(crate) stuck_threshold: Duration,
+}
+
+/// `bandeja subscribers …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SubscribersCommand {
+    /// End a subscription on purpose: the relay and reception stop creating rows for it,
+    /// and its pending rows are discarded (--discard) or kept as FAILED (--keep). Refused
+    /// while a live process runs it: stop those first.
+    Retire(RetireArgs),
+}
+
+/// `bandeja subscribers retire`.
+#[derive(Debug, Args)]
+#[command(group(
+    clap::ArgGroup::new("settle")
+        .required(true)
+        .args(["discard", "keep"])
+))]
+pub(crate) struct RetireArgs {
+    /// The subscriber (every type and tenant filter it subscribes to).
+    #[arg(value_name = "NAME")]
+    pub(crate) name: String,
+    /// Delete its pending rows (PENDING, and PROCESSING whose lease ran out) and its
+    /// FAILED rows. Exactly one of --discard and --keep is required.
+    #[arg(long)]
+    pub(crate) discard: bool,
+    /// Mark its pending rows FAILED, kept for inspection: `bandeja retry` sends them back
+    /// once a process runs the subscriber again. Exactly one of --discard and --keep is
+    /// required.
+    #[arg(long)]
+    pub(crate) keep: bool,
+    /// Only its subscriptions of this kind: events or commands (default: both).
+    #[arg(long, value_name = "KIND", value_parser = bandeja_core::admin::parse_kind)]
+    pub(crate) kind: Option<bandeja_core::MessageKind>,
+    /// Confirmation.
+    #[command(flatten)]
+    pub(crate) confirm: Confirm,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,5 +401,21 @@ mod tests {
         }
         assert!(Cli::try_parse_from(["bandeja", "replay", "--id", &id]).is_err());
         assert!(Cli::try_parse_from(["bandeja", "replay", "--all"]).is_err());
+    }
+
+    #[test]
+    fn retire_needs_exactly_one_of_discard_and_keep() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["bandeja", "subscribers", "retire", "billing"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv)
+        };
+        assert!(parse(&["--discard"]).is_ok());
+        assert!(parse(&["--keep", "--kind", "commands"]).is_ok());
+        let neither = parse(&[]).expect_err("neither");
+        assert!(neither.to_string().contains("--discard"), "{neither}");
+        assert!(parse(&["--discard", "--keep"]).is_err());
+        assert!(parse(&["--keep", "--kind", "all"]).is_err());
+        assert!(Cli::try_parse_from(["bandeja", "subscribers"]).is_ok());
     }
 }

@@ -31,10 +31,11 @@ impl Exit {
 pub(crate) const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  success (also when nothing matched)
-  1  runtime or database error (unreachable database, failed statement, migrations missing)
+  1  runtime or database error (unreachable database, failed statement, migrations missing),
+     or refused (subscribers retire while a live process runs the subscriber)
   2  usage error (bad arguments, unknown database URL scheme, invalid schema name,
      serve off loopback without --token, a bad --config file or BANDEJA_* variable)
-  3  not found (no row holds the message id)
+  3  not found (no row holds the message id; no subscription has the subscriber)
   4  aborted: a destructive command was not confirmed (answered no, or stdin is not a
      terminal and --yes was not given); nothing changed";
 
@@ -65,6 +66,10 @@ pub(crate) enum CliError {
     /// The operator did not confirm.
     #[error("{0}")]
     Aborted(String),
+    /// The store refused a change in the state it found (a subscription still run by live
+    /// processes): nothing changed.
+    #[error("{0}")]
+    Refused(String),
     /// Writing the output or reading the answer failed.
     #[error("input/output error: {0}")]
     Io(#[from] io::Error),
@@ -89,6 +94,7 @@ impl CliError {
             CliError::NotFound(_) => Exit::NotFound,
             CliError::Aborted(_) => Exit::Aborted,
             CliError::Connect { .. }
+            | CliError::Refused(_)
             | CliError::Store(_)
             | CliError::Io(_)
             | CliError::Json(_)

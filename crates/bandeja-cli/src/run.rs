@@ -4,7 +4,7 @@
 use bandeja_core::admin::Admin;
 
 use crate::cli::{Cli, Command, MessagesCommand};
-use crate::commands::{list, migrate, replay, retention, retry, serve, show, status};
+use crate::commands::{list, migrate, replay, retention, retry, serve, show, status, subscribers};
 use crate::error::CliError;
 
 /// Runs `cli.command` against `store`.
@@ -22,5 +22,6 @@ pub(crate) async fn run<S: Admin>(store: S, cli: Cli) -> Result<(), CliError> {
             retention::run(&store, retention::Action::Archive, &args, json).await
         }
         Command::Serve(args) => serve::run(store, &args, json).await,
+        Command::Subscribers(args) => subscribers::run(&store, &args, json).await,
     }
 }

@@ -20,8 +20,14 @@ use crate::status::MessageStatus;
 use crate::store::{Inspect, RowView};
 
 mod outbox_replay;
+mod subscribers;
 
 pub use outbox_replay::{OutboxReplay, ReplayRefused};
+pub use subscribers::{
+    attendance, check_retirable, kept_reason, kind_plural, longest_live_for, parse_kind,
+    retired_kinds, Attendance, ListedSubscription, ProcessView, RetireRefused, RetireReport,
+    RetiredSubscription, Settle, SubscriberState, SubscriptionListing, SubscriptionView,
+};
 
 /// The counters of one box (or of one tenant in one box), as `GET /boxes` shows them.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -371,6 +377,35 @@ pub trait Admin: Inspect {
         box_kind: BoxKind,
         older_than: DateTime<Utc>,
     ) -> Result<u64, StoreError>;
+
+    /// Every subscription registered in the store (one entry per `subscriptions` row, by
+    /// kind, subscriber, type and tenant), each with the processes that run its subscriber
+    /// and refreshed within `live_for` (see
+    /// [`subscriptions::live_for`](crate::subscriptions::live_for)), and its PENDING +
+    /// PROCESSING and FAILED rows in the inbox of its kind (rows of its subscriber and type,
+    /// and tenant when it has one). [`attendance`] judges them.
+    async fn subscriptions(&self, live_for: Duration) -> Result<Vec<SubscriptionView>, StoreError>;
+
+    /// Ends a subscription on purpose, in one transaction: deletes the `subscriptions` rows
+    /// of `subscriber` (every type and tenant filter; of `kind`, or of both kinds) — the
+    /// relay and reception stop creating rows for it — and the rows of its stopped
+    /// processes, then settles its inbox rows of those kinds as `settle` says: its live
+    /// rows (PENDING, and PROCESSING whose lease ran out) are deleted
+    /// ([`Settle::Discard`], with its FAILED rows) or marked FAILED with
+    /// [`kept_reason`] ([`Settle::Keep`]). COMPLETED rows are never touched, nor rows still
+    /// under a lease (counted in [`RetireReport::in_flight`]). A process started later with
+    /// that subscriber registers it again, as a new subscription.
+    ///
+    /// Refused, changing nothing, with a [`RetireRefused`] source: while a process that
+    /// refreshed within `live_for` runs it; for a name no subscription nor live or FAILED
+    /// inbox row has (suggesting a close one); for `bandeja.rejected` or an empty name.
+    async fn retire(
+        &self,
+        kind: Option<crate::record::MessageKind>,
+        subscriber: &str,
+        settle: Settle,
+        live_for: Duration,
+    ) -> Result<RetireReport, StoreError>;
 }
 
 #[cfg(test)]

@@ -62,6 +62,7 @@ mod validate;
 
 pub use duration::{format_duration, parse_duration};
 pub use housekeeping::{CompletionMode, CompletionModes, Staleness};
+pub(crate) use sources::edit_distance;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -1,6 +1,7 @@
 //! `GET /health` and `GET /boxes`: the box counters, and the health verdict drawn from them
 //! (DOWN when PENDING rows are unchanged for longer than the stuck threshold, measured from
-//! their `last_modified_at`, or the database does not answer).
+//! their `last_modified_at`, a subscription is unattended — see [`crate::subscribers`] — or
+//! the database does not answer).
 
 use std::collections::BTreeMap;
 
@@ -50,6 +51,9 @@ pub(crate) struct Health {
     stuck_threshold: String,
     database: Part,
     boxes: BTreeMap<&'static str, Part>,
+    /// DOWN while a subscription is unattended; absent when the database is unreachable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subscriptions: Option<crate::subscribers::Part>,
 }
 
 /// The counters of the whole boxes, or why the database could not give them.
@@ -119,12 +123,21 @@ pub(crate) async fn check<A: Admin>(admin: &A, options: &HttpOptions) -> Health 
             BTreeMap::new(),
         ),
     };
-    let healthy = database.status == Status::Up && boxes.values().all(|p| p.status == Status::Up);
+    let subscriptions = match database.status {
+        Status::Up => Some(crate::subscribers::health_part(admin, options).await),
+        Status::Down => None,
+    };
+    let healthy = database.status == Status::Up
+        && boxes.values().all(|p| p.status == Status::Up)
+        && subscriptions
+            .as_ref()
+            .is_none_or(|p| p.status == Status::Up);
     Health {
         status: if healthy { Status::Up } else { Status::Down },
         stuck_threshold: threshold,
         database,
         boxes,
+        subscriptions,
     }
 }
 

@@ -1,8 +1,11 @@
 //! `GET /` and `GET /dashboard`: one self-contained page (inline CSS and JavaScript, no
 //! CDN) showing the four boxes' counters (rows taken over included) and the FAILED messages
-//! with their retries, lease takeovers and last error, with buttons to retry one or all,
-//! and a control to replay outbox messages by box, type and time window (counted first,
-//! then confirmed).
+//! with their retries, lease takeovers and last error, with buttons to retry one or all; a
+//! control to replay outbox messages by box, type and time window (counted first, then
+//! confirmed); and the subscriptions with their live processes, pending and FAILED rows,
+//! waiting and unattended ones flagged, each with a Retire button that asks discard or keep
+//! first. The page calls the endpoints relative to where it is served, so it works wherever
+//! the router is mounted (`/`, `/bandeja/`, `/bandeja/dashboard`).
 //!
 //! The page carries no secret. The operator types the admin token into it (or opens the
 //! URL [`Server::dashboard_url`](crate::Server::dashboard_url) prints, whose `#token=`

@@ -11,6 +11,7 @@ pub mod metrics;
 mod options;
 mod router;
 pub mod serve;
+mod subscribers;
 
 pub use error::ApiError;
 pub use options::HttpOptions;

@@ -40,6 +40,7 @@ pub struct HttpOptions {
     pub(crate) stuck_threshold: Duration,
     pub(crate) metrics: Option<PrometheusHandle>,
     pub(crate) health_timeout: Duration,
+    pub(crate) live_for: Duration,
 }
 
 impl Default for HttpOptions {
@@ -49,6 +50,7 @@ impl Default for HttpOptions {
             stuck_threshold: Duration::from_secs(300),
             metrics: None,
             health_timeout: Duration::from_secs(5),
+            live_for: bandeja_core::admin::longest_live_for(),
         }
     }
 }
@@ -60,6 +62,7 @@ impl fmt::Debug for HttpOptions {
             .field("stuck_threshold", &self.stuck_threshold)
             .field("metrics", &self.metrics.is_some())
             .field("health_timeout", &self.health_timeout)
+            .field("live_for", &self.live_for)
             .finish()
     }
 }
@@ -70,9 +73,14 @@ impl HttpOptions {
         HttpOptions::default()
     }
 
-    /// Options from a bandeja configuration: its `stuck-threshold`.
+    /// Options from a bandeja configuration: its `stuck-threshold`, and the time a process
+    /// with that configuration counts as live after its last heartbeat.
     pub fn from_config(config: &bandeja_core::Config) -> Self {
-        HttpOptions::default().stuck_threshold(config.stuck_threshold)
+        HttpOptions::default()
+            .stuck_threshold(config.stuck_threshold)
+            .live_for(bandeja_core::subscriptions::live_for(
+                config.stuck_threshold,
+            ))
     }
 
     /// The admin token (default: none). State-changing endpoints always require it as
@@ -106,6 +114,18 @@ impl HttpOptions {
     #[must_use]
     pub fn health_timeout(mut self, timeout: Duration) -> Self {
         self.health_timeout = timeout;
+        self
+    }
+
+    /// How long after its last heartbeat a process counts as live, for `/subscribers`, the
+    /// subscriptions' health and retirement (refused while a live process runs the
+    /// subscription). Default: 30 seconds, the longest any process needs (a standalone
+    /// server does not know the stuck threshold the processes run with);
+    /// [`HttpOptions::from_config`] sets the one of that configuration. Shorter than the
+    /// processes' own would take running processes for stopped ones.
+    #[must_use]
+    pub fn live_for(mut self, live_for: Duration) -> Self {
+        self.live_for = live_for;
         self
     }
 

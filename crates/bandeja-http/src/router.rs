@@ -7,7 +7,7 @@ use axum::Router;
 use bandeja_core::admin::Admin;
 
 use crate::options::HttpOptions;
-use crate::{actions, boxes, dashboard, messages, metrics};
+use crate::{actions, boxes, dashboard, messages, metrics, subscribers};
 
 /// What every handler shares.
 pub(crate) struct AppState<A> {
@@ -27,6 +27,8 @@ pub(crate) type Shared<A> = axum::extract::State<Arc<AppState<A>>>;
 /// | `GET /metrics` | Prometheus text | never |
 /// | `GET /messages?…`, `GET /messages/{id}` | listings, one message in full | when configured |
 /// | `POST /messages/{id}/retry`, `POST /retry?…`, `POST /replay?…`, `POST /replay/outbox?…`, `POST /purge?…`, `POST /archive?…` | operator actions | always |
+/// | `GET /subscribers` | the subscriptions, their live processes, pending and FAILED rows | when configured |
+/// | `POST /subscribers/{name}/retire?settle=discard\|keep[&kind=events\|commands]` | end a subscription | always |
 /// | `GET /`, `GET /dashboard` | the dashboard page | never (its calls use the token) |
 ///
 /// Mount it where you like (`Router::new().nest("/bandeja", bandeja_http::router(..))`),
@@ -47,5 +49,7 @@ pub fn router<A: Admin>(admin: A, options: HttpOptions) -> Router {
         .route("/replay/outbox", post(actions::replay_outbox::<A>))
         .route("/purge", post(actions::purge::<A>))
         .route("/archive", post(actions::archive::<A>))
+        .route("/subscribers", get(subscribers::list::<A>))
+        .route("/subscribers/{name}/retire", post(subscribers::retire::<A>))
         .with_state(state)
 }

@@ -332,3 +332,181 @@ async fn replay_outbox_control_counts_asks_and_sends_the_messages_again() {
     let _ = stop.send(());
     serving.await.expect("server task").expect("server ran");
 }
+
+/// The subscriptions panel with the router mounted under a prefix (`/ops`): a subscription
+/// the old version registered and nobody runs any more is flagged as waiting beside the
+/// running one; its Retire button asks discard or keep, and keeping marks its rows FAILED
+/// with the reason, after which the panel no longer lists it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subscriptions_panel_flags_a_waiting_subscription_and_retires_it_under_a_prefix() {
+    let Some(driver) = chromedriver().await else {
+        return;
+    };
+    let (store, _file) = sqlite_store().await;
+    let version = |subscriber: &str| {
+        bandeja_core::Bandeja::builder(store.clone())
+            .config(bandeja_core::conformance::runtime::fast_config())
+            .on_event::<common::OrderPlaced, _>(subscriber, common::Flaky::default())
+            .build()
+            .expect("valid runtime")
+    };
+    version("billing")
+        .start()
+        .await
+        .expect("start the old version")
+        .shutdown()
+        .await;
+    let new = version("audit");
+    let running = new.start().await.expect("start the new version");
+    let event = common::order(7);
+    new.emit(&event).await.expect("emit");
+
+    let app = axum::Router::new().nest(
+        "/ops",
+        bandeja_http::router(store.clone(), HttpOptions::new().token(TOKEN)),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("listen");
+    let addr = listener.local_addr().expect("address");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+
+    let client = browser(&driver).await;
+    client
+        .goto(&format!("http://{addr}/ops/dashboard#token={TOKEN}"))
+        .await
+        .expect("open the dashboard");
+    let billing = "#subscriptions tr[data-subscriber=\"billing\"]";
+    let state = eventually(WAIT, || async {
+        text_of(&client, &format!("{billing} td.state"))
+            .await
+            .filter(|s| s == "waiting")
+    })
+    .await
+    .expect("the subscription nobody runs is listed as waiting");
+    assert_eq!(state, "waiting");
+    assert_eq!(
+        text_of(&client, &format!("{billing} td.pending"))
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        text_of(&client, &format!("{billing} td.processes"))
+            .await
+            .as_deref(),
+        Some("none")
+    );
+    let audit = "#subscriptions tr[data-subscriber=\"audit\"]";
+    assert_eq!(
+        text_of(&client, &format!("{audit} td.state"))
+            .await
+            .as_deref(),
+        Some("running")
+    );
+    let processes = text_of(&client, &format!("{audit} td.processes"))
+        .await
+        .unwrap_or_default();
+    assert!(
+        processes.contains(&format!("(pid {})", std::process::id())),
+        "{processes}"
+    );
+    let running_retire = client
+        .find(Locator::Css(&format!("{audit} button.retire")))
+        .await
+        .expect("a Retire button");
+    assert!(
+        running_retire
+            .attr("disabled")
+            .await
+            .expect("attribute")
+            .is_some(),
+        "a subscription live processes run cannot be retired from the page"
+    );
+    // The rest of the page loads under the prefix too.
+    assert!(
+        eventually(WAIT, || async {
+            text_of(
+                &client,
+                "#boxes tr[data-box=\"inbox_events\"] td:nth-child(1)",
+            )
+            .await
+        })
+        .await
+        .is_ok(),
+        "the boxes load under the prefix"
+    );
+
+    client
+        .find(Locator::Css(&format!("{billing} button.retire")))
+        .await
+        .expect("billing's Retire button")
+        .click()
+        .await
+        .expect("click Retire");
+    let confirm = client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#retire-confirm"))
+        .await
+        .expect("the confirmation");
+    let question = text_of(&client, "#retire-question")
+        .await
+        .unwrap_or_default();
+    assert!(
+        question.contains("billing") && question.contains("1 pending"),
+        "{question}"
+    );
+    assert!(
+        confirm.attr("disabled").await.expect("attribute").is_some(),
+        "nothing happens before discard or keep is chosen"
+    );
+    client
+        .find(Locator::Css("#retire-dialog input[value=\"keep\"]"))
+        .await
+        .expect("the keep choice")
+        .click()
+        .await
+        .expect("choose keep");
+    confirm.click().await.expect("confirm");
+    eventually(WAIT, || async {
+        client
+            .find(Locator::Css(billing))
+            .await
+            .is_err()
+            .then_some(())
+    })
+    .await
+    .expect("the retired subscription leaves the panel");
+    let notice = text_of(&client, "#notice").await.unwrap_or_default();
+    assert!(notice.contains("Retired billing"), "{notice}");
+    let kept: Vec<(MessageStatus, Option<String>)> =
+        bandeja_core::store::Inspect::rows(&store, BoxKind::InboxEvents)
+            .await
+            .expect("rows")
+            .into_iter()
+            .filter(|r| r.message.subscriber.as_deref() == Some("billing"))
+            .map(|r| (r.message.status, r.message.last_error))
+            .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].0, MessageStatus::Failed);
+    assert!(
+        kept[0]
+            .1
+            .as_deref()
+            .is_some_and(|e| e.contains("retired by an operator")),
+        "{kept:?}"
+    );
+
+    client.close().await.expect("close the browser");
+    let _ = stop.send(());
+    serving.await.expect("server task").expect("server ran");
+    running.shutdown().await;
+}

@@ -10,3 +10,4 @@ pub(crate) mod retry;
 pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod status;
+pub(crate) mod subscribers;

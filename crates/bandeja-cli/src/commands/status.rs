@@ -1,8 +1,10 @@
-//! `bandeja status`: the counters of the four boxes (what `GET /boxes` shows) as a table.
+//! `bandeja status`: the counters of the four boxes (what `GET /boxes` shows) as a table,
+//! then the subscriptions whose pending rows no live process runs (unattended: what makes
+//! `/health` DOWN; waiting).
 
 use std::io::{self, Write};
 
-use bandeja_core::admin::{Admin, BoxCounters};
+use bandeja_core::admin::{Admin, Attendance, BoxCounters, SubscriberState};
 use bandeja_core::config::format_duration;
 
 use crate::cli::StatusArgs;
@@ -17,6 +19,16 @@ struct Status<'a> {
     stuck_threshold: String,
     /// One entry per box (or per box and tenant).
     boxes: &'a [BoxCounters],
+    /// The subscriptions that need attention (`null` when they cannot be read).
+    subscriptions: Option<Attention>,
+}
+
+/// Subscriptions whose pending rows no live process runs: unattended for longer than the
+/// stuck threshold (what makes `/health` DOWN), or waiting.
+#[derive(serde::Serialize)]
+struct Attention {
+    unattended: Vec<SubscriberState>,
+    waiting: Vec<SubscriberState>,
 }
 
 /// Prints the counters.
@@ -27,10 +39,22 @@ pub(crate) async fn run<S: Admin>(
 ) -> Result<(), CliError> {
     let counters = store.counters(args.stuck_threshold, args.by_tenant).await?;
     let threshold = format_duration(args.stuck_threshold);
+    let attention = crate::commands::subscribers::needing_attention(store, args.stuck_threshold)
+        .await
+        .map(|states| {
+            let (unattended, waiting) = states
+                .into_iter()
+                .partition(|s| s.state == Attendance::Unattended);
+            Attention {
+                unattended,
+                waiting,
+            }
+        });
     if json {
         return output::json(&Status {
             stuck_threshold: threshold,
             boxes: &counters,
+            subscriptions: attention,
         });
     }
     let mut out = io::stdout().lock();
@@ -44,6 +68,18 @@ pub(crate) async fn run<S: Admin>(
          taken over: PENDING, PROCESSING or FAILED rows a worker took over after the one \
          holding them stopped"
     )?;
+    if let Some(attention) = &attention {
+        let (unattended, waiting) = (&attention.unattended, &attention.waiting);
+        if !unattended.is_empty() || !waiting.is_empty() {
+            writeln!(out)?;
+        }
+        for (label, states) in [("UNATTENDED", unattended), ("waiting", waiting)] {
+            for state in states {
+                let reason = state.reason.as_deref().unwrap_or_default();
+                writeln!(out, "{label}: {reason}")?;
+            }
+        }
+    }
     out.flush()?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The `Admin` conformance suite: every store runs these checks of counters, listings,
-//! count, show, retry, replay, outbox replay (in [`outbox_replay`]), purge and archive with
+//! count, show, retry, replay, outbox replay (in [`outbox_replay`]), purge and archive (and,
+//! in [`subscribers`], of the subscriptions: listing, retirement, the health verdict) with
 //! [`admin_conformance_tests!`](crate::admin_conformance_tests).
 //!
 //! Most checks start from the same [`Fixture`]: rows in every status, two tenants, two
@@ -31,6 +32,16 @@ pub use outbox_replay::{
 
 mod rejected;
 pub use rejected::retry_routes_a_rejected_message_once_a_subscription_exists;
+
+mod subscribers;
+
+pub use subscribers::{
+    a_process_not_refreshed_within_live_for_is_not_live,
+    health_turns_down_naming_an_unattended_subscription,
+    retire_discard_removes_the_subscription_and_its_rows,
+    retire_is_refused_while_a_live_process_runs_it, retire_keep_fails_the_rows_with_the_reason,
+    subscriptions_list_live_processes_and_inbox_rows,
+};
 
 /// A row read back from an archive table by the store's test crate: id, subscriber, status.
 pub type ArchivedRow = (MessageId, Option<String>, MessageStatus);
@@ -66,6 +77,15 @@ macro_rules! admin_conformance_tests {
             purge_and_archive_count_a_row_completed_just_before_the_horizon,
             sql_metacharacters_in_filters_match_nothing_and_break_nothing,
             retry_routes_a_rejected_message_once_a_subscription_exists,
+        );
+
+        $crate::store_conformance_tests!(@tests_in admin $make;
+            subscriptions_list_live_processes_and_inbox_rows,
+            a_process_not_refreshed_within_live_for_is_not_live,
+            retire_is_refused_while_a_live_process_runs_it,
+            retire_discard_removes_the_subscription_and_its_rows,
+            retire_keep_fails_the_rows_with_the_reason,
+            health_turns_down_naming_an_unattended_subscription,
         );
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

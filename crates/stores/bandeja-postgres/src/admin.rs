@@ -4,6 +4,7 @@
 
 mod outbox_replay;
 mod sql;
+mod subscribers;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -266,5 +267,22 @@ impl Admin for PgStore {
         let statement = sql::archive(self.schema(), box_kind);
         self.in_batches(&statement, older_than, "archive completed rows")
             .await
+    }
+
+    async fn subscriptions(
+        &self,
+        live_for: Duration,
+    ) -> Result<Vec<bandeja_core::admin::SubscriptionView>, StoreError> {
+        subscribers::subscriptions(self, live_for).await
+    }
+
+    async fn retire(
+        &self,
+        kind: Option<bandeja_core::MessageKind>,
+        subscriber: &str,
+        settle: bandeja_core::admin::Settle,
+        live_for: Duration,
+    ) -> Result<bandeja_core::admin::RetireReport, StoreError> {
+        subscribers::retire(self, kind, subscriber, settle, live_for).await
     }
 }

@@ -4,6 +4,7 @@
 
 mod outbox_replay;
 mod sql;
+mod subscribers;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -265,5 +266,22 @@ impl Admin for SqliteStore {
                 return Ok(total);
             }
         }
+    }
+
+    async fn subscriptions(
+        &self,
+        live_for: Duration,
+    ) -> Result<Vec<bandeja_core::admin::SubscriptionView>, StoreError> {
+        subscribers::subscriptions(self, live_for).await
+    }
+
+    async fn retire(
+        &self,
+        kind: Option<bandeja_core::MessageKind>,
+        subscriber: &str,
+        settle: bandeja_core::admin::Settle,
+        live_for: Duration,
+    ) -> Result<bandeja_core::admin::RetireReport, StoreError> {
+        subscribers::retire(self, kind, subscriber, settle, live_for).await
     }
 }
