@@ -105,7 +105,7 @@ async fn two_versions(db: FleetDb, store: &str) {
         Route::every(Ship::TYPE, "ship"),
         Route::every(Refund::TYPE, "refund"),
     ];
-    let snapshot = wait_settled(&db, &db, &routes, SETTLE).await;
+    let snapshot = wait_settled(&[&db], &db, &routes, SETTLE).await;
     let elapsed = started.elapsed();
     old.terminate().await;
     new.terminate().await;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bandeja::sqlite::SqliteStore;
-use bandeja::Store;
+use bandeja::{MessageKind, Store};
 use bandeja_scale_tests::fleet;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::{SqlitePool, SqliteRow};
@@ -142,6 +142,29 @@ impl FleetDb {
         T: Send + Unpin + for<'r> FromRow<'r, PgRow> + for<'r> FromRow<'r, SqliteRow>,
     {
         self.boxes.fetch(&self.sql(template)).await
+    }
+
+    /// The count of the boxes' query `template` (`SELECT count(*) …`).
+    pub(crate) async fn count(&self, template: &str) -> i64 {
+        let rows: Vec<(i64,)> = self.rows(template).await;
+        rows.first().map_or(0, |row| row.0)
+    }
+
+    /// Waits (at most `timeout`) until the count of `template` reaches `target`; panics
+    /// with the last count otherwise.
+    pub(crate) async fn wait_count(&self, template: &str, target: i64, timeout: Duration) {
+        let started = Instant::now();
+        loop {
+            let count = self.count(template).await;
+            if count >= target {
+                return;
+            }
+            assert!(
+                started.elapsed() < timeout,
+                "{template}: {count} after {timeout:?}, expected {target}"
+            );
+            tokio::time::sleep(READ_EVERY).await;
+        }
     }
 
     /// The `fleet-node` flags of this store.
@@ -284,10 +307,14 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
-    /// The outbox of `sender`, the rest of `receiver`.
-    pub(crate) async fn read(sender: &FleetDb, receiver: &FleetDb) -> Snapshot {
+    /// The outboxes of `senders`, the rest of `receiver`.
+    pub(crate) async fn read(senders: &[&FleetDb], receiver: &FleetDb) -> Snapshot {
+        let mut outbox = Vec::new();
+        for sender in senders {
+            outbox.extend(sender.outbox().await);
+        }
         Snapshot {
-            outbox: sender.outbox().await,
+            outbox,
             inbox: receiver.inbox().await,
             runs: receiver.runs().await,
             effects: receiver.effects().await,
@@ -443,14 +470,14 @@ impl Snapshot {
 /// Waits (at most `timeout`) until the run is [`Snapshot::settled`]; the last snapshot.
 /// Panics with the status counts and the problems found when it never settles.
 pub(crate) async fn wait_settled(
-    sender: &FleetDb,
+    senders: &[&FleetDb],
     receiver: &FleetDb,
     routes: &[Route],
     timeout: Duration,
 ) -> Snapshot {
     let started = Instant::now();
     loop {
-        let snapshot = Snapshot::read(sender, receiver).await;
+        let snapshot = Snapshot::read(senders, receiver).await;
         if snapshot.settled(routes) {
             return snapshot;
         }
@@ -534,21 +561,95 @@ pub(crate) fn args(items: &[&str]) -> Vec<String> {
     strings(items)
 }
 
-/// Whether something listens on `port` of 127.0.0.1 (the broker `name`). When nothing
-/// does: panics in CI (`CI=true`), prints a notice and returns `false` otherwise.
-pub(crate) fn broker_up(name: &str, port: u16) -> bool {
-    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    match std::net::TcpStream::connect_timeout(&address, Duration::from_secs(2)) {
-        Ok(_) => true,
-        Err(error) => {
-            assert!(
-                !bandeja_postgres::testing::in_ci(),
-                "{name} is not listening on 127.0.0.1:{port} ({error}): start it"
-            );
-            eprintln!(
-                "notice: {name} is not listening on 127.0.0.1:{port} ({error}); skipping this test"
-            );
-            false
-        }
+/// The options `fleet-node` gives NATS under `prefix` (what the streams are declared with).
+fn nats_options(url: &str, prefix: &str) -> bandeja::nats::NatsOptions {
+    bandeja::nats::NatsOptions::new(url)
+        .prefix(prefix)
+        .partitions(4)
+        .ack_wait(Duration::from_secs(5))
+        .fetch_wait(Duration::from_millis(200))
+        .max_age(Duration::from_secs(600))
+}
+
+/// Deletes the two NATS streams of a run when dropped (on a thread of its own: `Drop`
+/// cannot await, and the test's runtime may be ending).
+pub(crate) struct NatsStreams {
+    url: String,
+    names: [String; 2],
+}
+
+impl Drop for NatsStreams {
+    fn drop(&mut self) {
+        let (url, names) = (self.url.clone(), self.names.clone());
+        let cleanup = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                let Ok(client) = async_nats::connect(url).await else {
+                    return;
+                };
+                let jetstream = async_nats::jetstream::new(client);
+                for name in names {
+                    let _ = jetstream.delete_stream(&name).await;
+                }
+            });
+        });
+        let _ = cleanup.join();
     }
+}
+
+/// Connects to NATS at `url` with `fleet-node`'s options under `prefix` (declaring the
+/// streams); the guard that deletes them. `None` when NATS is unreachable outside CI (after
+/// a notice); a panic in CI (`CI=true`).
+pub(crate) async fn reach_nats(url: &str, prefix: &str) -> Option<NatsStreams> {
+    match bandeja::nats::NatsTransport::connect(nats_options(url, prefix)).await {
+        Ok(transport) => Some(NatsStreams {
+            url: url.to_owned(),
+            names: [
+                transport.stream(MessageKind::Event),
+                transport.stream(MessageKind::Command),
+            ],
+        }),
+        Err(error) => unreachable("NATS", url, &error),
+    }
+}
+
+/// Connects to RabbitMQ at `url` with `fleet-node`'s options under `prefix` (its queues
+/// expire and its exchanges auto-delete); `None` when RabbitMQ is unreachable outside CI
+/// (after a notice); a panic in CI (`CI=true`).
+pub(crate) async fn reach_amqp(url: &str, prefix: &str) -> Option<()> {
+    let options = bandeja::amqp::AmqpOptions::default()
+        .url(url)
+        .prefix(prefix)
+        .partitions(4)
+        .queue_expires(Some(Duration::from_secs(60)))
+        .auto_delete_exchanges(true);
+    match bandeja::amqp::AmqpTransport::connect(options).await {
+        Ok(_) => Some(()),
+        Err(error) => unreachable("RabbitMQ", url, &error),
+    }
+}
+
+/// The broker `name` at `url` did not answer: a panic in CI, a notice and `None` otherwise.
+fn unreachable<T>(name: &str, url: &str, error: &dyn std::fmt::Display) -> Option<T> {
+    assert!(
+        !bandeja_postgres::testing::in_ci(),
+        "{name} is unreachable at {url}: {error}"
+    );
+    eprintln!("notice: {name} is unreachable at {url} ({error}); skipping this test");
+    None
+}
+
+/// `NATS_URL`, or the local server.
+pub(crate) fn nats_url() -> String {
+    std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned())
+}
+
+/// `AMQP_URL`, or the local RabbitMQ.
+pub(crate) fn amqp_url() -> String {
+    std::env::var("AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
 }
