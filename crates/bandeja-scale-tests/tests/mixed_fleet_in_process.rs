@@ -117,6 +117,10 @@ async fn two_versions(db: FleetDb, store: &str) {
         expected,
         "{store}: every emission is in the outbox"
     );
+    assert!(
+        samples >= 10 && held.iter().any(|(subscriber, _)| subscriber == "billing"),
+        "{store}: the sampler saw the claims ({samples} samples, holders {held:?})"
+    );
     let problems = snapshot.problems(&routes);
     assert!(problems.is_empty(), "{store}: {problems:#?}");
     let by_worker = snapshot.runs_by_worker();

@@ -158,6 +158,10 @@ async fn one_service_two_versions(broker: Broker) {
         210,
         "{transport}: every emission is in the outbox"
     );
+    assert!(
+        samples >= 10 && held.iter().any(|(subscriber, _)| subscriber == "billing"),
+        "{transport}: the sampler saw the claims ({samples} samples, holders {held:?})"
+    );
     let problems = snapshot.problems(&routes);
     assert!(problems.is_empty(), "{transport}: {problems:#?}");
     let by_worker = snapshot.runs_by_worker();

@@ -244,8 +244,16 @@ async fn rolling_deploy(nats: Option<&str>) {
         "{label}: billing was registered during the emission ({} of {steady} events after {first_seen})",
         since_billing.len()
     );
+    assert!(
+        samples >= 10 && held.iter().any(|(subscriber, _)| subscriber == "billing"),
+        "{label}: the sampler saw the claims ({samples} samples, holders {held:?})"
+    );
     let problems = snapshot.problems(&routes);
-    assert!(problems.is_empty(), "{label}: {problems:#?}");
+    assert!(
+        problems.is_empty(),
+        "{label}: {problems:#?}\nbilling registered at {first_seen}; events it lacks: {:#?}",
+        unbilled(senders[0], &db, &since_billing).await
+    );
     let by_worker = snapshot.runs_by_worker();
     for (subscriber, worker) in by_worker.keys().chain(held.iter()) {
         assert!(
@@ -273,6 +281,50 @@ async fn rolling_deploy(nats: Option<&str>) {
         since_billing.len()
     );
     drop(streams);
+}
+
+/// For a failure's message: each event created since `billing`'s registration that has no
+/// `billing` row, when it was created, and when (and with which `delivery_count`) its
+/// `audit` row was stored; the fleet's processes as the database last saw them.
+async fn unbilled(
+    outbox_db: &FleetDb,
+    fleet_db: &FleetDb,
+    since: &BTreeSet<String>,
+) -> Vec<String> {
+    let billed: BTreeSet<String> = fleet_db
+        .rows::<(String,)>(
+            "SELECT CAST(id AS TEXT) FROM {s}inbox_events WHERE subscriber = 'billing'",
+        )
+        .await
+        .into_iter()
+        .map(|row| row.0)
+        .collect();
+    let mut lines = Vec::new();
+    for id in since.difference(&billed) {
+        let created: Vec<(String,)> = outbox_db
+            .rows(&format!(
+                "SELECT CAST(created_at AS TEXT) FROM {{s}}outbox_events WHERE id = '{id}'"
+            ))
+            .await;
+        let audit: Vec<(String, i64)> = fleet_db
+            .rows(&format!(
+                "SELECT CAST(received_at AS TEXT), CAST(delivery_count AS BIGINT)                  FROM {{s}}inbox_events WHERE id = '{id}' AND subscriber = 'audit'"
+            ))
+            .await;
+        lines.push(format!(
+            "{id}: created {created:?}, audit row received (at, deliveries) {audit:?}"
+        ));
+    }
+    let processes: Vec<(String, String, String)> = fleet_db
+        .rows(
+            "SELECT process, subscriber, CAST(started_at AS TEXT) FROM {s}subscription_processes \
+             ORDER BY started_at, process, subscriber",
+        )
+        .await;
+    lines.push(format!(
+        "processes (process, subscriber, started at): {processes:?}"
+    ));
+    lines
 }
 
 /// Stops `old` gracefully (SIGTERM, exit 0), saying when.

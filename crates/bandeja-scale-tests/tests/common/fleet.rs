@@ -38,11 +38,20 @@ impl Pool {
     where
         T: Send + Unpin + for<'r> FromRow<'r, PgRow> + for<'r> FromRow<'r, SqliteRow>,
     {
-        let rows = match self {
+        self.try_fetch(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// The rows of `sql`.
+    async fn try_fetch<T>(&self, sql: &str) -> Result<Vec<T>, sqlx::Error>
+    where
+        T: Send + Unpin + for<'r> FromRow<'r, PgRow> + for<'r> FromRow<'r, SqliteRow>,
+    {
+        match self {
             Pool::Pg(pool) => sqlx::query_as(sql).fetch_all(pool).await,
             Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await,
-        };
-        rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+        }
     }
 }
 
@@ -467,8 +476,9 @@ impl Snapshot {
     }
 }
 
-/// Waits (at most `timeout`) until the run is [`Snapshot::settled`]; the last snapshot.
-/// Panics with the status counts and the problems found when it never settles.
+/// Waits (at most `timeout`) until the run is [`Snapshot::settled`], or until a row is
+/// FAILED; the last snapshot. Panics with the status counts and the problems found when
+/// it never settles.
 pub(crate) async fn wait_settled(
     senders: &[&FleetDb],
     receiver: &FleetDb,
@@ -478,7 +488,10 @@ pub(crate) async fn wait_settled(
     let started = Instant::now();
     loop {
         let snapshot = Snapshot::read(senders, receiver).await;
-        if snapshot.settled(routes) {
+        // A FAILED row is final: the verdict can be read at once.
+        let failed = snapshot.outbox.iter().any(|o| o.status == "FAILED")
+            || snapshot.inbox.iter().any(|i| i.status == "FAILED");
+        if failed || snapshot.settled(routes) {
             return snapshot;
         }
         if started.elapsed() >= timeout {
@@ -528,7 +541,11 @@ impl Sampler {
         let task = tokio::spawn(async move {
             let (mut seen, mut samples) = (BTreeSet::new(), 0);
             while !stopped.load(Ordering::Relaxed) {
-                let held: Vec<(String, String)> = pool.fetch(&sql).await;
+                // An error ends the sampling (the test failed and dropped its database);
+                // a test that goes on sees it from the sample count.
+                let Ok(held) = pool.try_fetch::<(String, String)>(&sql).await else {
+                    break;
+                };
                 samples += 1;
                 for (subscriber, locked_by) in held {
                     let worker = locked_by.split('#').next().unwrap_or_default().to_owned();
