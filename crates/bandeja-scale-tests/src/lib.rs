@@ -13,12 +13,16 @@
 //! - the `chaos` binary and its library half ([`chaos`]): a workload driven through
 //!   several `scale-worker` processes while they are killed and the database or the
 //!   broker restarted, verified from the database at the end;
+//! - the `fleet-node` binary and its library half ([`fleet`]): one process of a fleet whose
+//!   versions subscribe to different things (SQLite or PostgreSQL, in process or over a
+//!   broker), for the mixed-fleet and rolling-deploy tests;
 //! - the tests in `tests/`, which start several `scale-worker` processes, kill one, and
 //!   check the outcome from the database alone.
 //!
 //! Tests use `DATABASE_URL`, or `postgres://postgres@127.0.0.1:5432/test`.
 
 pub mod chaos;
+pub mod fleet;
 pub mod nats_server;
 
 use std::time::Duration;

@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod chaos;
+pub(crate) mod fleet;
 pub(crate) mod pair;
 mod worker;
 

@@ -2,8 +2,8 @@
 //! its own schema, over a broker that the test stops for a while in the middle of the run.
 //! Everything is checked from the two databases afterwards.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -38,11 +38,12 @@ pub(crate) fn wait_for_port(port: u16, up: bool) {
     bandeja_scale_tests::nats_server::wait_for_port(port, up).unwrap_or_else(|e| panic!("{e}"));
 }
 
-/// A running `pair-service` process, killed when dropped.
+/// A running `pair-service` (or `fleet-node`) process, killed when dropped.
 pub(crate) struct Service {
     child: Child,
-    name: &'static str,
+    name: String,
     lines: mpsc::Receiver<String>,
+    stdin: Option<ChildStdin>,
 }
 
 impl Service {
@@ -52,15 +53,27 @@ impl Service {
 
     /// Starts it with extra environment variables (e.g. `BANDEJA_CRASH_AT`); waits for `ready`.
     pub(crate) fn start_with(name: &'static str, args: &[String], env: &[(&str, &str)]) -> Service {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pair-service"))
+        Service::spawn(env!("CARGO_BIN_EXE_pair-service"), name, args, env)
+    }
+
+    /// Starts `program` (a binary of this package printing `ready` once running) with
+    /// `args` and `env`, its stdin a pipe ([`Service::say`]); waits for `ready`.
+    pub(crate) fn spawn(
+        program: &str,
+        name: &str,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> Service {
+        let mut child = Command::new(program)
             .args(args)
             .envs(env.iter().copied())
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("spawn pair-service");
+            .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
         let stdout = child.stdout.take().expect("piped stdout");
+        let stdin = child.stdin.take();
         let (send, lines) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -69,16 +82,35 @@ impl Service {
                 }
             }
         });
-        let service = Service { child, name, lines };
+        let service = Service {
+            child,
+            name: name.to_owned(),
+            lines,
+            stdin,
+        };
         service.expect_line("ready", Duration::from_secs(60));
         service
     }
 
-    fn expect_line(&self, wanted: &str, timeout: Duration) {
+    /// Its name in messages.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Waits (at most `timeout`) for the next line it prints, which must be `wanted`.
+    pub(crate) fn expect_line(&self, wanted: &str, timeout: Duration) {
         match self.lines.recv_timeout(timeout) {
             Ok(line) if line == wanted => {}
             other => panic!("{} did not print {wanted:?}: {other:?}", self.name),
         }
+    }
+
+    /// Writes `line` to its stdin.
+    pub(crate) fn say(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is a pipe");
+        writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .unwrap_or_else(|e| panic!("write to {}: {e}", self.name));
     }
 
     /// Waits (at most `timeout`) for the process to exit on its own; its status.
