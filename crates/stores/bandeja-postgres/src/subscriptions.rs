@@ -42,7 +42,7 @@ pub(crate) async fn register(
            ORDER BY u.ord \
            ON CONFLICT (kind, message_type, subscriber, tenant_id) DO UPDATE \
              SET last_seen_at = EXCLUDED.last_seen_at, service = EXCLUDED.service \
-           RETURNING 1), \
+           RETURNING s.kind, s.message_type, s.subscriber, s.tenant_id, (s.xmax = 0) AS inserted), \
          procs AS ( \
            INSERT INTO \"{schema}\".subscription_processes AS p \
              (process, kind, subscriber, service, host, pid, started_at, last_seen_at) \
@@ -53,9 +53,10 @@ pub(crate) async fn register(
            ON CONFLICT (process, kind, subscriber) DO UPDATE \
              SET last_seen_at = EXCLUDED.last_seen_at \
            RETURNING 1) \
-         SELECT (SELECT count(*) FROM subs) + (SELECT count(*) FROM procs)"
+         SELECT kind, message_type, subscriber, tenant_id FROM subs \
+         WHERE inserted"
     );
-    sqlx::query_scalar::<_, i64>(&sql)
+    let inserted: Vec<(String, String, String, String)> = sqlx::query_as(&sql)
         .bind(subscriptions.iter().map(|s| s.0).collect::<Vec<_>>())
         .bind(subscriptions.iter().map(|s| s.1).collect::<Vec<_>>())
         .bind(subscriptions.iter().map(|s| s.2).collect::<Vec<_>>())
@@ -66,9 +67,31 @@ pub(crate) async fn register(
         .bind(i64::from(registration.pid))
         .bind(runs.iter().map(|r| r.0).collect::<Vec<_>>())
         .bind(runs.iter().map(|r| r.1).collect::<Vec<_>>())
-        .fetch_one(store.pool())
+        .fetch_all(store.pool())
         .await
         .map_err(|e| sqlx_error("register the process's subscriptions", e))?;
+    if inserted.is_empty() {
+        return Ok(());
+    }
+    // A new subscription becomes visible to relays at the commit of the statement above,
+    // later than the `statement_timestamp()` it was written with: a message created in
+    // between could be relayed without a row for it. `first_seen_at` is set again after
+    // that commit, so every message created at or after it gets its row.
+    let sql = format!(
+        "UPDATE \"{schema}\".subscriptions AS s SET first_seen_at = statement_timestamp() \
+         FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[]) \
+           AS u(kind, message_type, subscriber, tenant_id) \
+         WHERE s.kind = u.kind AND s.message_type = u.message_type \
+           AND s.subscriber = u.subscriber AND s.tenant_id = u.tenant_id"
+    );
+    sqlx::query(&sql)
+        .bind(inserted.iter().map(|s| s.0.as_str()).collect::<Vec<_>>())
+        .bind(inserted.iter().map(|s| s.1.as_str()).collect::<Vec<_>>())
+        .bind(inserted.iter().map(|s| s.2.as_str()).collect::<Vec<_>>())
+        .bind(inserted.iter().map(|s| s.3.as_str()).collect::<Vec<_>>())
+        .execute(store.pool())
+        .await
+        .map_err(|e| sqlx_error("record when the subscriptions became visible", e))?;
     Ok(())
 }
 
