@@ -35,9 +35,13 @@ pub(crate) struct Shared<S: Store> {
     pub(crate) process: String,
     /// The subscriptions this process runs (registered at start, refreshed by heartbeat).
     pub(crate) subscriptions: Vec<crate::subscriptions::Subscription>,
-    /// The subscribers whose inbox rows this process claims, of events and of commands
-    /// (its own, plus the reception's rejected rows).
-    pub(crate) claimable: [Vec<String>; 2],
+    /// Whether this process's subscriptions are registered in the store: no worker cycle
+    /// and no reception runs before (a relay or a reception would otherwise route without
+    /// them, and FAIL or reject a message of a type only this process handles).
+    pub(crate) registered: Arc<std::sync::atomic::AtomicBool>,
+    /// The inbox rows this process claims, of events and of commands (its own
+    /// subscriptions, plus the reception's rejected rows).
+    pub(crate) claimable: [Vec<crate::subscriptions::Claimable>; 2],
     /// With a broker transport: this service's name and command topics.
     pub(crate) routing: Option<Routing>,
     /// The measured handler times of the inbox subscribers (which run batched).
@@ -49,8 +53,8 @@ pub(crate) struct Shared<S: Store> {
 }
 
 impl<S: Store> Shared<S> {
-    /// The subscribers whose inbox rows of `kind` this process claims.
-    pub(crate) fn claimable(&self, kind: MessageKind) -> &[String] {
+    /// The inbox rows of `kind` this process claims.
+    pub(crate) fn claimable(&self, kind: MessageKind) -> &[crate::subscriptions::Claimable] {
         match kind {
             MessageKind::Event => &self.claimable[0],
             MessageKind::Command => &self.claimable[1],
@@ -234,16 +238,8 @@ impl<S: Store> BandejaBuilder<S> {
         let instance = rand::random::<u32>();
         let process = format!("{worker_id}#{instance:08x}");
         let subscriptions = self.registry.subscriptions();
-        let claimable = [MessageKind::Event, MessageKind::Command].map(|kind| {
-            let mut names: Vec<String> = self
-                .registry
-                .subscriber_names(kind)
-                .into_iter()
-                .map(str::to_owned)
-                .collect();
-            names.push(crate::transport::wire::REJECTED_SUBSCRIBER.to_owned());
-            names
-        });
+        let claimable = [MessageKind::Event, MessageKind::Command]
+            .map(|kind| crate::subscriptions::Claimable::of(kind, &subscriptions));
         let routing = match (&self.transport, self.service) {
             (None, _) => None,
             (Some(transport), None) => {
@@ -278,6 +274,7 @@ impl<S: Store> BandejaBuilder<S> {
                 instance,
                 process,
                 subscriptions,
+                registered: Arc::default(),
                 claimable,
                 routing,
                 pace: crate::processing::pace::Pace::default(),
@@ -415,7 +412,7 @@ impl<S: Store> Bandeja<S> {
         // does (a subscription receives what is relayed from its first registration on).
         let registered = crate::maintenance::heartbeat::register(&self.shared).await;
         if let Err(error) = &registered {
-            tracing::warn!(%error, process = %self.shared.process, "registering this process's subscriptions failed: started anyway, registering again every second until it works");
+            tracing::warn!(%error, process = %self.shared.process, "registering this process's subscriptions failed: the workers and receivers wait, registering again every second until it works");
         }
         let (stop, stop_rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
@@ -440,6 +437,7 @@ impl<S: Store> Bandeja<S> {
         if let (Some(transport), Some(routing)) = (&self.shared.transport, &self.shared.routing) {
             let sink = Arc::new(Reception {
                 store: self.shared.store.clone(),
+                registered: self.shared.registered.clone(),
                 service: routing.service().to_owned(),
                 command_topic: routing.own_topic().ok().map(str::to_owned),
             });

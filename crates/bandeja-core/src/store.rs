@@ -34,10 +34,10 @@ pub struct ClaimRequest<'a> {
     /// Only this tenant's rows (workers rotate over the active tenants so that one
     /// tenant's backlog does not starve the others); `None`: any tenant.
     pub tenant: Option<&'a crate::tenant::TenantId>,
-    /// Inboxes: only rows of these subscribers (the ones this process runs, plus
-    /// [`REJECTED_SUBSCRIBER`](crate::transport::wire::REJECTED_SUBSCRIBER)); `None`: any
-    /// subscriber. Ignored by outbox claims.
-    pub subscribers: Option<&'a [String]>,
+    /// Inboxes: only rows matching one of these (subscriber, type, tenant) — what this
+    /// process runs, plus reception's rejected rows; `None`: any row. Ignored by outbox
+    /// claims.
+    pub subscribers: Option<&'a [crate::subscriptions::Claimable]>,
 }
 
 /// How an attempt ended, as computed by the status machine.

@@ -65,6 +65,44 @@ impl Subscription {
     }
 }
 
+/// What an inbox claim may take (see [`ClaimRequest::subscribers`](crate::store::ClaimRequest::subscribers)):
+/// rows of `subscriber` and `message_type` (`None`: any type), of `tenant` (`None`: every
+/// tenant). A process claims exactly what it runs, so it never meets a row it has no
+/// handler for — a subscriber that takes one more type in a newer version, or a
+/// tenant-scoped subscriber beside an every-tenant one of the same name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claimable {
+    /// The subscriber.
+    pub subscriber: String,
+    /// The message type; `None`: any.
+    pub message_type: Option<String>,
+    /// The tenant; `None`: every tenant.
+    pub tenant: Option<TenantId>,
+}
+
+impl Claimable {
+    /// What a process may claim of `kind`: its subscriptions, and reception's rejected
+    /// rows (any type, any tenant).
+    #[must_use]
+    pub fn of(kind: MessageKind, subscriptions: &[Subscription]) -> Vec<Claimable> {
+        let mut claimable: Vec<Claimable> = subscriptions
+            .iter()
+            .filter(|s| s.kind == kind)
+            .map(|s| Claimable {
+                subscriber: s.subscriber.clone(),
+                message_type: Some(s.message_type.clone()),
+                tenant: s.tenant.clone(),
+            })
+            .collect();
+        claimable.push(Claimable {
+            subscriber: crate::transport::wire::REJECTED_SUBSCRIBER.to_owned(),
+            message_type: None,
+            tenant: None,
+        });
+        claimable
+    }
+}
+
 /// The text stored in the `kind` column of the subscription tables.
 #[must_use]
 pub const fn kind_name(kind: MessageKind) -> &'static str {

@@ -238,6 +238,9 @@ pub(crate) async fn run<S: Store>(
         () = stopped(&mut shutdown) => return,
         () = tokio::time::sleep(config.polling_initial_delay) => {}
     }
+    if !crate::maintenance::heartbeat::registered(&shared, &mut shutdown).await {
+        return;
+    }
     // An outbox cycle is bounded by its publish timeouts and keeps one lane: publishing
     // more at once would only press a slow broker harder.
     let patience = box_kind.is_inbox().then(|| stragglers::patience(&config));

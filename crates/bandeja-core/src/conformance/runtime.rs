@@ -59,6 +59,8 @@ macro_rules! runtime_conformance_tests {
             rows_of_a_subscriber_no_process_runs_wait_for_one,
             commands_wait_for_their_registered_handler,
             reception_stores_rows_for_subscriptions_of_other_processes,
+            a_process_claims_only_the_types_it_runs_a_subscriber_for,
+            a_subscriber_with_an_every_tenant_and_a_tenant_subscription_gets_one_row,
         );
     };
 }

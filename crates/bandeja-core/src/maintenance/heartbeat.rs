@@ -1,7 +1,10 @@
-//! The process's registration in the subscription tables: written at start (before any
-//! worker runs), refreshed every [`heartbeat_every`], removed at shutdown. A failed
-//! refresh is logged and tried again at the next beat; the process keeps working.
+//! The process's registration in the subscription tables: written at start (no worker
+//! cycle or reception runs before it succeeded: when the database does not answer at
+//! start, they wait while it is tried every second), refreshed every [`heartbeat_every`],
+//! removed at shutdown. A failed refresh is logged and tried again at the next beat; the
+//! process keeps working.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +15,8 @@ use crate::runtime::Shared;
 use crate::store::Store;
 use crate::subscriptions::{heartbeat_every, Registration};
 
-/// Registers (or refreshes) this process and its subscriptions.
+/// Registers (or refreshes) this process and its subscriptions; once that succeeded, the
+/// workers and receivers may run.
 pub(crate) async fn register<S: Store>(shared: &Shared<S>) -> Result<(), StoreError> {
     let host = host_name();
     shared
@@ -24,7 +28,23 @@ pub(crate) async fn register<S: Store>(shared: &Shared<S>) -> Result<(), StoreEr
             pid: std::process::id(),
             subscriptions: &shared.subscriptions,
         })
-        .await
+        .await?;
+    shared.registered.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Waits until this process's subscriptions are registered; `false` when `stop` came
+/// first.
+pub(crate) async fn registered<S: Store>(
+    shared: &Shared<S>,
+    stop: &mut watch::Receiver<bool>,
+) -> bool {
+    while !shared.registered.load(Ordering::Acquire) {
+        if !super::pause(stop, Duration::from_millis(100)).await {
+            return false;
+        }
+    }
+    true
 }
 
 /// How soon a registration that failed at start is tried again.

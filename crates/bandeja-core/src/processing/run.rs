@@ -107,7 +107,12 @@ pub(crate) fn handler_for<S: Store>(
     match shared
         .registry
         .find(box_kind.kind(), &message.record.message_type, subscriber)
-    {
+        .filter(|registered| {
+            registered
+                .tenant
+                .as_ref()
+                .is_none_or(|t| t == message.record.inbox_tenant())
+        }) {
         Some(registered) => Ok(registered.handler.clone()),
         // Claims take only the rows of subscribers this process runs (and reception's
         // rejected rows, settled before the handlers), so this is a store that ignored the

@@ -45,6 +45,9 @@ pub trait InboxSink: Send + Sync {
 /// The inbox sink of a store and this service's subscriptions.
 pub(crate) struct Reception<S: Store> {
     pub(crate) store: S,
+    /// Whether this process's subscriptions are registered: nothing is stored before
+    /// (the transport keeps the messages and delivers them again).
+    pub(crate) registered: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub(crate) service: String,
     /// This service's command topic (what [`InboxSink::addresses`] answers for commands).
     pub(crate) command_topic: Option<String>,
@@ -90,6 +93,12 @@ impl<S: Store> Reception<S> {
 #[async_trait]
 impl<S: Store> InboxSink for Reception<S> {
     async fn accept(&self, kind: MessageKind, bodies: &[&[u8]]) -> Result<ReceiveReport> {
+        if !self.registered.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(crate::error::Error::Worker {
+                worker: "reception".to_owned(),
+                reason: "this process's subscriptions are not registered yet (the database did not answer): the messages stay with the broker and come again".to_owned(),
+            });
+        }
         let routes = RouteTable::new(self.store.routes(kind, Some(&self.service)).await?);
         let routed: Vec<(MessageRecord, Vec<String>)> = bodies
             .iter()

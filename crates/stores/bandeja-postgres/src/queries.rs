@@ -310,7 +310,7 @@ fn insert_inbox(t: &str, channel: &str, name: &str) -> String {
 ///
 /// The whole in-process dispatch of a batch as one statement (one commit): the due outbox
 /// rows are claimed as by `claim` (same filters), marked COMPLETED — or FAILED for a
-/// command no route takes — and copied into the inbox once per matching route, with
+/// command no route takes — and copied into the inbox once per subscriber with a matching subscription (one row even when the subscriber has an every-tenant and a tenant subscription for the type), with
 /// dedup on `(id, subscriber)`, in `seq` order; the inbox's channel is notified. Returns
 /// `(moved, inserted, duplicates, failed)`. With the outbox in `delete`/`archive` mode the
 /// routed rows are deleted (and archived) instead of marked; with the inbox in one of those
@@ -414,13 +414,13 @@ fn relay(
             format!(
                 "led AS ( \
                    INSERT INTO {inbox}_dedup AS d (id, subscriber, received_at) \
-                   SELECT m.id, r.subscriber, {NOW} {pairs} {source_filter} \
+                   SELECT DISTINCT m.id, r.subscriber, {NOW} {pairs} {source_filter} \
                    ON CONFLICT (id, subscriber) DO NOTHING \
                    RETURNING d.id, d.subscriber), "
             ),
             "JOIN led ON led.id = m.id AND led.subscriber = r.subscriber".to_owned(),
             format!(
-                "((SELECT count(*) {pairs} {source_filter}) - (SELECT count(*) FROM ins WHERE delivery_count = 1))"
+                "((SELECT count(DISTINCT (m.id, r.subscriber)) {pairs} {source_filter}) - (SELECT count(*) FROM ins WHERE delivery_count = 1))"
             ),
         )
     };
@@ -435,7 +435,8 @@ fn relay(
              aggregate_type, aggregate_id, payload, headers, source_tenant_id, target_tenant_id, target_service, \
              occurred_at, status, retry_count, next_attempt_at, created_at, last_modified_at, received_at, \
              delivery_count) \
-           SELECT m.id, r.subscriber, COALESCE(m.target_tenant_id, m.tenant_id), m.message_type, \
+           SELECT DISTINCT ON (m.seq, r.subscriber) \
+             m.id, r.subscriber, COALESCE(m.target_tenant_id, m.tenant_id), m.message_type, \
              m.schema_version, m.partition_key, m.aggregate_type, m.aggregate_id, m.payload, m.headers, \
              m.source_tenant_id, m.target_tenant_id, m.target_service, m.occurred_at, 'PENDING', 0, \
              {NOW}, {NOW}, {NOW}, {NOW}, 1 \
@@ -462,14 +463,22 @@ fn relay(
 /// table, history included). The old status and holder are read from `due` to flag
 /// takeovers (counted in `takeover_count`, not in `retry_count`). With
 /// `by_tenant`, only PENDING rows of tenant `$6` (the pending-only tenant index). In an
-/// inbox, only rows of the subscribers in the next parameter (`$6`, or `$7` by tenant;
-/// NULL: any subscriber).
+/// inbox, only rows matching one of the (subscriber, type, tenant) triples of the next three
+/// parameters (`$6..$8`, or `$7..$9` by tenant; a NULL type or tenant matches any; a NULL
+/// array: any row).
 fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool, inbox: bool) -> String {
     let subscribers = if !inbox {
         String::new()
     } else {
-        let n = if by_tenant { 7 } else { 6 };
-        format!("AND (${n}::text[] IS NULL OR c.subscriber = ANY(${n}::text[]))")
+        let (a, b, c) = if by_tenant { (7, 8, 9) } else { (6, 7, 8) };
+        format!(
+            "AND (${a}::text[] IS NULL OR EXISTS ( \
+               SELECT 1 FROM UNNEST(${a}::text[], ${b}::text[], ${c}::text[]) \
+                 AS k(subscriber, message_type, tenant) \
+               WHERE k.subscriber = c.subscriber \
+                 AND (k.message_type IS NULL OR k.message_type = c.message_type) \
+                 AND (k.tenant IS NULL OR k.tenant = c.tenant_id)))"
+        )
     };
     let due = due(
         t,

@@ -242,7 +242,21 @@ impl Store for PgStore {
             query = query.bind(tenant.as_str().to_owned());
         }
         if box_kind.is_inbox() {
-            query = query.bind(request.subscribers);
+            let claimable = request.subscribers;
+            query = query
+                .bind(
+                    claimable.map(|c| c.iter().map(|k| k.subscriber.as_str()).collect::<Vec<_>>()),
+                )
+                .bind(claimable.map(|c| {
+                    c.iter()
+                        .map(|k| k.message_type.as_deref())
+                        .collect::<Vec<_>>()
+                }))
+                .bind(claimable.map(|c| {
+                    c.iter()
+                        .map(|k| k.tenant.as_ref().map(TenantId::as_str))
+                        .collect::<Vec<_>>()
+                }));
         }
         let rows = query
             .fetch_all(self.pool())

@@ -173,10 +173,9 @@ fn insert_inbox(table: &str, ledger: bool) -> String {
 }
 
 /// The due rows of a claim, in `seq` order: `?1` ordered (0/1), `?2` limit, `?3` floor
-/// seq; with `by_tenant`, only PENDING rows of tenant `?4`.
-/// The due rows of a claim: `?1` ordered, `?2` limit, `?3` floor, `?4` tenant (by
-/// tenant); in an inbox, the next parameter is a JSON array of the subscribers whose rows
-/// may be claimed (NULL: any).
+/// seq; with `by_tenant`, only PENDING rows of tenant `?4`; in an inbox, the next parameter is a JSON array of the `[subscriber, type,
+/// tenant]` triples whose rows may be claimed (a null type or tenant matches any; NULL: any
+/// row).
 fn select_due(t: &str, same_subscriber: &str, by_tenant: bool, inbox: bool) -> String {
     let tenant_filter = if by_tenant {
         "AND c.tenant_id = ?4 AND c.status = 'PENDING'"
@@ -185,7 +184,14 @@ fn select_due(t: &str, same_subscriber: &str, by_tenant: bool, inbox: bool) -> S
     };
     let subscribers = if inbox {
         let n = if by_tenant { 5 } else { 4 };
-        format!("AND (?{n} IS NULL OR c.subscriber IN (SELECT value FROM json_each(?{n})))")
+        format!(
+            "AND (?{n} IS NULL OR EXISTS (SELECT 1 FROM json_each(?{n}) k \
+               WHERE json_extract(k.value, '$[0]') = c.subscriber \
+                 AND (json_extract(k.value, '$[1]') IS NULL \
+                   OR json_extract(k.value, '$[1]') = c.message_type) \
+                 AND (json_extract(k.value, '$[2]') IS NULL \
+                   OR json_extract(k.value, '$[2]') = c.tenant_id)))"
+        )
     } else {
         String::new()
     };

@@ -245,11 +245,21 @@ impl Store for SqliteStore {
             select = select.bind(tenant.as_str().to_owned());
         }
         if box_kind.is_inbox() {
-            select = select.bind(
-                request
-                    .subscribers
-                    .map(|names| serde_json::to_string(names).unwrap_or_default()),
-            );
+            select = select.bind(request.subscribers.map(|claimable| {
+                serde_json::Value::Array(
+                    claimable
+                        .iter()
+                        .map(|k| {
+                            serde_json::json!([
+                                k.subscriber,
+                                k.message_type,
+                                k.tenant.as_ref().map(TenantId::as_str),
+                            ])
+                        })
+                        .collect(),
+                )
+                .to_string()
+            }));
         }
         let due = select
             .fetch_all(&mut *tx)

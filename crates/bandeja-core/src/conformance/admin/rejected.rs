@@ -70,6 +70,7 @@ fn status_of(rows: &[RowView], subscriber: &str) -> Option<MessageStatus> {
 pub async fn retry_routes_a_rejected_message_once_a_subscription_exists<S: Admin>(store: S) {
     let sink = Reception {
         store: store.clone(),
+        registered: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         service: "svc".to_owned(),
         command_topic: None,
     };

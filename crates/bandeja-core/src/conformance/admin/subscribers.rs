@@ -79,7 +79,11 @@ async fn claim_of<S: Store>(
     lease: Duration,
     limit: usize,
 ) -> usize {
-    let only = [subscriber.to_owned()];
+    let only = [crate::subscriptions::Claimable {
+        subscriber: subscriber.to_owned(),
+        message_type: None,
+        tenant: None,
+    }];
     let claim = ClaimRequest {
         lease,
         ordered: false,

@@ -300,3 +300,141 @@ pub async fn reception_stores_rows_for_subscriptions_of_other_processes<S: Inspe
         .all(|r| r.message.subscriber.as_deref()
             != Some(crate::transport::wire::REJECTED_SUBSCRIBER)));
 }
+
+/// A subscriber that takes one more type in a newer version: the old process (which runs
+/// it for `Ping` only) never claims its rows of the new type — they wait, untouched, for
+/// the newer process — while it goes on handling its `Ping`s.
+pub async fn a_process_claims_only_the_types_it_runs_a_subscriber_for<S: Inspect>(store: S) {
+    let newer = Recorder::new(Behaviour::Succeed);
+    let newer_process = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .on_event::<Ping, _>("audit", newer.clone())
+        .on_event::<super::Pong, _>("audit", newer.clone())
+        .build()
+        .expect("build the newer process");
+    newer_process
+        .start()
+        .await
+        .expect("register the newer version")
+        .shutdown()
+        .await;
+    let old = Recorder::new(Behaviour::Succeed);
+    let old_running = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .on_event::<Ping, _>("audit", old.clone())
+        .build()
+        .expect("build the old process")
+        .start()
+        .await
+        .expect("start the old process");
+    let outbox = crate::emission::Outbox::new(store.clone());
+    let mut tx = store.begin().await.expect("begin");
+    for n in 0..5 {
+        let pong = crate::envelope::Event::new("Pong", format!("k{n}"), super::Pong { n });
+        outbox.emit(&mut *tx, &pong).await.expect("emit a pong");
+    }
+    store.commit(tx).await.expect("commit");
+    let pings = emit_pings(&store, 0..5, |n| format!("p{n}")).await;
+    let inbox = wait_rows(&store, BoxKind::InboxEvents, |rows| {
+        rows.len() == 10
+            && rows
+                .iter()
+                .filter(|r| r.message.record.message_type == Ping::TYPE)
+                .all(|r| r.message.status == MessageStatus::Completed)
+    })
+    .await;
+    // The pongs were relayed no later than the pings (emitted first), so the old process's
+    // claims that took the pings met them.
+    {
+        let pongs: Vec<_> = inbox
+            .iter()
+            .filter(|r| r.message.record.message_type == super::Pong::TYPE)
+            .collect();
+        assert_eq!(pongs.len(), 5);
+        assert!(
+            pongs
+                .iter()
+                .all(|r| r.message.status == MessageStatus::Pending
+                    && r.locked_by.is_none()
+                    && r.message.retry_count == 0
+                    && r.message.takeovers == 0),
+            "the old process never claimed a row of a type it does not run: {pongs:#?}"
+        );
+    }
+    let mut sorted = pings;
+    sorted.sort();
+    assert_eq!(
+        seen_by(&old, "audit"),
+        sorted,
+        "the old process handled its pings"
+    );
+    let newer_running = newer_process
+        .start()
+        .await
+        .expect("start the newer process");
+    wait_rows(
+        &store,
+        BoxKind::InboxEvents,
+        all(MessageStatus::Completed, 10),
+    )
+    .await;
+    newer_running.shutdown().await;
+    old_running.shutdown().await;
+    assert_eq!(
+        newer.seen.lock().expect("seen").len(),
+        5,
+        "the newer process handled the five pongs, once each"
+    );
+}
+
+/// One subscriber with an every-tenant and a tenant subscription for the same type (a
+/// newer version made it tenant-scoped; the older row stays until retired): a message of
+/// that tenant gets one row for it, and the relay goes on.
+pub async fn a_subscriber_with_an_every_tenant_and_a_tenant_subscription_gets_one_row<
+    S: Inspect,
+>(
+    store: S,
+) {
+    let acme = TenantId::new("acme").expect("tenant");
+    let scoped = [None, Some(acme.clone())].map(|tenant| crate::subscriptions::Subscription {
+        kind: crate::MessageKind::Event,
+        message_type: Ping::TYPE.to_owned(),
+        subscriber: "audit".to_owned(),
+        tenant,
+    });
+    store
+        .register(&crate::subscriptions::Registration {
+            process: "an-older-version#0",
+            service: "",
+            host: "elsewhere",
+            pid: 1,
+            subscriptions: &scoped,
+        })
+        .await
+        .expect("register both");
+    let audit = Recorder::new(Behaviour::Succeed);
+    let running = Bandeja::builder(store.clone())
+        .config(fast_config())
+        .on_event::<Ping, _>("audit", audit.clone())
+        .build()
+        .expect("build")
+        .start()
+        .await
+        .expect("start");
+    let ids = tenant::scope(acme, emit_pings(&store, 0..5, |n| format!("k{n}"))).await;
+    let more = emit_pings(&store, 5..10, |n| format!("k{n}")).await;
+    wait_rows(
+        &store,
+        BoxKind::InboxEvents,
+        all(MessageStatus::Completed, 10),
+    )
+    .await;
+    running.shutdown().await;
+    let mut expected: Vec<_> = ids.into_iter().chain(more).collect();
+    expected.sort();
+    assert_eq!(
+        seen_by(&audit, "audit"),
+        expected,
+        "each message handled once"
+    );
+}
