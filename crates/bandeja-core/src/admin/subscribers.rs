@@ -227,7 +227,9 @@ impl SubscriberState {
     }
 }
 
-/// Judges each subscriber (per kind) from its subscriptions: running when a live process
+/// Judges each subscriber (per kind) from its subscriptions: unattended when one of its
+/// subscriptions (a type, a tenant filter) has pending rows and no refresh for longer than
+/// `stuck_threshold` — whatever runs its other types; otherwise running when a live process
 /// runs it; otherwise idle without live rows; otherwise unattended when the newest refresh
 /// of its subscriptions is older than `stuck_threshold`, waiting when it is not. Sorted by
 /// kind (events first) and subscriber.
@@ -258,8 +260,20 @@ pub fn attendance(views: &[SubscriptionView], stuck_threshold: Duration) -> Vec<
             processes.sort_unstable();
             processes.dedup();
             let pending = rows.iter().map(|v| v.pending).sum();
-            let unseen_for = rows.iter().map(|v| v.unseen_for).min()?;
-            let state = if !processes.is_empty() {
+            // A subscription row is refreshed only by the processes that run exactly it
+            // (that subscriber for that type and tenant filter): one with pending rows
+            // that none has refreshed for longer than the threshold is unattended even
+            // while processes run the subscriber's other types (claims take only what a
+            // process runs, so nobody handles it).
+            let neglected = rows
+                .iter()
+                .filter(|v| v.pending > 0 && v.unseen_for > stuck_threshold)
+                .map(|v| v.unseen_for)
+                .max();
+            let unseen_for = neglected.or_else(|| rows.iter().map(|v| v.unseen_for).min())?;
+            let state = if neglected.is_some() {
+                Attendance::Unattended
+            } else if !processes.is_empty() {
                 Attendance::Running
             } else if pending == 0 {
                 Attendance::Idle
@@ -557,6 +571,30 @@ mod tests {
     }
 
     #[test]
+    fn a_type_nobody_runs_is_unattended_beside_a_running_one() {
+        let stuck = Duration::from_secs(300);
+        let views = [
+            SubscriptionView {
+                processes: vec![process("p1")],
+                ..view(MessageKind::Event, "audit", "shop.A")
+            },
+            SubscriptionView {
+                processes: vec![process("p1")],
+                pending: 2,
+                unseen_for: Duration::from_secs(301),
+                ..view(MessageKind::Event, "audit", "shop.B")
+            },
+        ];
+        let states = attendance(&views, stuck);
+        assert_eq!(states[0].state, Attendance::Unattended);
+        let fresh = [SubscriptionView {
+            unseen_for: Duration::from_secs(20),
+            ..views[1].clone()
+        }];
+        assert_eq!(attendance(&fresh, stuck)[0].state, Attendance::Running);
+    }
+
+    #[test]
     fn each_subscriber_is_judged_over_its_subscriptions() {
         let stuck = Duration::from_secs(300);
         let running = SubscriptionView {
@@ -598,7 +636,7 @@ mod tests {
             summary,
             [
                 (MessageKind::Event, "audit", Attendance::Running, 3, 0),
-                (MessageKind::Event, "billing", Attendance::Waiting, 3, 4),
+                (MessageKind::Event, "billing", Attendance::Unattended, 3, 4),
                 (MessageKind::Event, "zeta", Attendance::Idle, 0, 0),
                 (
                     MessageKind::Command,
@@ -611,7 +649,9 @@ mod tests {
         );
         let billing = &states[1];
         assert_eq!(billing.types, ["shop.A", "shop.B"]);
-        assert_eq!(billing.unseen_for, Duration::from_secs(20));
+        // Its shop.B subscription has waited 400 s with nobody refreshing it: unattended,
+        // though shop.A was refreshed 20 s ago.
+        assert_eq!(billing.unseen_for, Duration::from_secs(400));
         assert_eq!(billing.last_seen_at, at(100));
         let reason = states[3].reason.as_deref().unwrap_or_default();
         for needle in [
