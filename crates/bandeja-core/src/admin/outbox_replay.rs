@@ -155,6 +155,22 @@ impl OutboxReplay {
             .collect())
     }
 
+    /// [`OutboxReplay::boxes`], refused when one of them completes in `delete` mode (its
+    /// COMPLETED rows are gone): `mode_of` says how each box completes in the store.
+    pub fn boxes_in(
+        &self,
+        mode_of: impl Fn(BoxKind) -> crate::config::CompletionMode,
+    ) -> Result<Vec<BoxKind>, StoreError> {
+        let boxes = self.boxes()?;
+        match boxes
+            .iter()
+            .find(|b| mode_of(**b) == crate::config::CompletionMode::Delete)
+        {
+            Some(b) => Err(ReplayRefused::DeleteMode(*b).into_error()),
+            None => Ok(boxes),
+        }
+    }
+
     /// The same replay restricted to `box_kind` (to count box by box).
     pub fn in_box(&self, box_kind: BoxKind) -> OutboxReplay {
         OutboxReplay {

@@ -78,7 +78,8 @@ pub(crate) async fn register(
     // between could be relayed without a row for it. `first_seen_at` is set again after
     // that commit, so every message created at or after it gets its row.
     let sql = format!(
-        "UPDATE \"{schema}\".subscriptions AS s SET first_seen_at = statement_timestamp() \
+        "UPDATE \"{schema}\".subscriptions AS s SET first_seen_at = statement_timestamp(), \
+           last_seen_at = greatest(s.last_seen_at, statement_timestamp()) \
          FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[]) \
            AS u(kind, message_type, subscriber, tenant_id) \
          WHERE s.kind = u.kind AND s.message_type = u.message_type \

@@ -8,7 +8,8 @@ use bandeja_core::{MessageKind, StoreError, TenantId};
 use crate::queries::NOW;
 use crate::{sqlx_error, SqliteStore};
 
-/// A new subscription's `first_seen_at`: a millisecond after now. The registration holds
+/// A subscription's `first_seen_at` (and, so that it is never later, its `last_seen_at`):
+/// a millisecond after now. The registration holds
 /// the write lock, so no message is created between it and its commit; one created in the
 /// same millisecond just before it (times are kept to the millisecond) is then not counted
 /// as created after the subscription, which it did not see.
@@ -51,7 +52,7 @@ pub(crate) async fn register(
         "INSERT INTO subscriptions \
            (kind, message_type, subscriber, tenant_id, service, first_seen_at, last_seen_at) \
          SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
-           json_extract(value, '$[2]'), json_extract(value, '$[3]'), ?2, {LATER}, {NOW} \
+           json_extract(value, '$[2]'), json_extract(value, '$[3]'), ?2, {LATER}, {LATER} \
          FROM json_each(?1) WHERE true \
          ON CONFLICT (kind, message_type, subscriber, tenant_id) DO UPDATE \
            SET last_seen_at = excluded.last_seen_at, service = excluded.service"

@@ -9,8 +9,8 @@
 //! and the relay completed (or archived) again before the run ends is not taken a second
 //! time, and emission during a long run does not keep it going.
 
-use bandeja_core::admin::{archive_table, MessageFilter, OutboxReplay, ReplayRefused};
-use bandeja_core::{BoxKind, CompletionMode, MessageStatus, Store, StoreError, StoreErrorKind};
+use bandeja_core::admin::{archive_table, MessageFilter, OutboxReplay};
+use bandeja_core::{BoxKind, MessageStatus, Store, StoreError, StoreErrorKind};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
@@ -156,14 +156,7 @@ fn full(n: i64) -> bool {
 impl PgStore {
     /// The outboxes `replay` covers; refused when one completes in `delete` mode.
     fn outbox_replay_boxes(&self, replay: &OutboxReplay) -> Result<Vec<BoxKind>, StoreError> {
-        let boxes = replay.boxes()?;
-        match boxes
-            .iter()
-            .find(|b| self.queries(**b).mode == CompletionMode::Delete)
-        {
-            Some(b) => Err(ReplayRefused::DeleteMode(*b).into_error()),
-            None => Ok(boxes),
-        }
+        replay.boxes_in(|b| self.queries(b).mode)
     }
 
     /// Sends the rows of `replay` again; wakes each outbox that changed.

@@ -9,8 +9,8 @@
 
 use std::collections::HashSet;
 
-use bandeja_core::admin::{archive_table, MessageFilter, OutboxReplay, ReplayRefused};
-use bandeja_core::{BoxKind, CompletionMode, Store, StoreError, StoreErrorKind};
+use bandeja_core::admin::{archive_table, MessageFilter, OutboxReplay};
+use bandeja_core::{BoxKind, Store, StoreError, StoreErrorKind};
 use sqlx::Row;
 
 use super::sql::{filter_clauses, Statement, Value, BATCH};
@@ -126,14 +126,7 @@ impl SqliteStore {
         &self,
         replay: &OutboxReplay,
     ) -> Result<Vec<BoxKind>, StoreError> {
-        let boxes = replay.boxes()?;
-        match boxes
-            .iter()
-            .find(|b| self.queries(**b).mode == CompletionMode::Delete)
-        {
-            Some(b) => Err(ReplayRefused::DeleteMode(*b).into_error()),
-            None => Ok(boxes),
-        }
+        replay.boxes_in(|b| self.queries(b).mode)
     }
 
     /// Sends the rows of `replay` again; wakes each outbox that changed.
