@@ -77,19 +77,27 @@ pub(crate) async fn register(
     // later than the `statement_timestamp()` it was written with: a message created in
     // between could be relayed without a row for it. `first_seen_at` is set again after
     // that commit, so every message created at or after it gets its row.
+    // Its process rows take the same time, so that the subscription and its process are
+    // last seen at one moment.
     let sql = format!(
-        "UPDATE \"{schema}\".subscriptions AS s SET first_seen_at = statement_timestamp(), \
-           last_seen_at = greatest(s.last_seen_at, statement_timestamp()) \
-         FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[]) \
-           AS u(kind, message_type, subscriber, tenant_id) \
-         WHERE s.kind = u.kind AND s.message_type = u.message_type \
-           AND s.subscriber = u.subscriber AND s.tenant_id = u.tenant_id"
+        "WITH visible AS ( \
+           UPDATE \"{schema}\".subscriptions AS s SET first_seen_at = statement_timestamp(), \
+             last_seen_at = greatest(s.last_seen_at, statement_timestamp()) \
+           FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[]) \
+             AS u(kind, message_type, subscriber, tenant_id) \
+           WHERE s.kind = u.kind AND s.message_type = u.message_type \
+             AND s.subscriber = u.subscriber AND s.tenant_id = u.tenant_id \
+           RETURNING 1) \
+         UPDATE \"{schema}\".subscription_processes \
+           SET last_seen_at = greatest(last_seen_at, statement_timestamp()) \
+         WHERE process = $5::text"
     );
     sqlx::query(&sql)
         .bind(inserted.iter().map(|s| s.0.as_str()).collect::<Vec<_>>())
         .bind(inserted.iter().map(|s| s.1.as_str()).collect::<Vec<_>>())
         .bind(inserted.iter().map(|s| s.2.as_str()).collect::<Vec<_>>())
         .bind(inserted.iter().map(|s| s.3.as_str()).collect::<Vec<_>>())
+        .bind(registration.process)
         .execute(store.pool())
         .await
         .map_err(|e| sqlx_error("record when the subscriptions became visible", e))?;

@@ -5,11 +5,10 @@ use bandeja_core::store::Route;
 use bandeja_core::subscriptions::{kind_name, stored_route, Registration};
 use bandeja_core::{MessageKind, StoreError, TenantId};
 
-use crate::queries::NOW;
 use crate::{sqlx_error, SqliteStore};
 
-/// A subscription's `first_seen_at` (and, so that it is never later, its `last_seen_at`):
-/// a millisecond after now. The registration holds
+/// A subscription's `first_seen_at` (and, so that it is never later, its `last_seen_at`,
+/// and so that they are seen at one moment, its process's times): a millisecond after now. The registration holds
 /// the write lock, so no message is created between it and its commit; one created in the
 /// same millisecond just before it (times are kept to the millisecond) is then not counted
 /// as created after the subscription, which it did not see.
@@ -66,7 +65,7 @@ pub(crate) async fn register(
         "INSERT INTO subscription_processes \
            (process, kind, subscriber, service, host, pid, started_at, last_seen_at) \
          SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?2, ?3, ?4, \
-           {NOW}, {NOW} \
+           {LATER}, {LATER} \
          FROM json_each(?5) WHERE true \
          ON CONFLICT (process, kind, subscriber) DO UPDATE \
            SET last_seen_at = excluded.last_seen_at"
