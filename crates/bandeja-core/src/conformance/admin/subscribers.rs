@@ -238,7 +238,8 @@ pub async fn subscriptions_list_live_processes_and_inbox_rows<S: Admin>(store: S
 pub async fn a_process_not_refreshed_within_live_for_is_not_live<S: Admin>(store: S) {
     let subscriptions = [subscription(MessageKind::Event, PING, "billing")];
     register(&store, "killed#0", &subscriptions).await;
-    let short = Duration::from_secs(1);
+    // Long enough that a loaded machine lists the process within it right after registering.
+    let short = Duration::from_secs(3);
     let listed = store.subscriptions(short).await.expect("subscriptions");
     assert_eq!(
         processes_of(&listed[0]),
