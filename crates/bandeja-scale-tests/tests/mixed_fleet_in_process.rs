@@ -10,7 +10,7 @@
 //! - Once both print `ready`, both are told `go` and emit at once, each in transactions of
 //!   its own: 100 `fleet.Noted` and 30 `fleet.Ship` from each, 30 `fleet.Refund` from
 //!   `new-b`. Both relays run, so either may move a message to the inbox, including the
-//!   old one, which has no `billing` and no `refund` of its own. `billing` takes 100 ms
+//!   old one, which has no `billing` and no `refund` of its own. `billing` takes 300 ms
 //!   per run and `audit` 20 ms, so runs overlap and both processes claim at once.
 //!
 //! Checked from the database once nothing is live (see `common::fleet::Snapshot`): every
@@ -41,7 +41,7 @@ async fn two_versions(db: FleetDb, store: &str) {
     let sampler = db.sampler();
     let emit = |extra: &[&str]| {
         let mut flags = db.store_args();
-        flags.extend(args(&["--slow", "audit=20", "--slow", "billing=100"]));
+        flags.extend(args(&["--slow", "audit=20", "--slow", "billing=300"]));
         flags.extend(args(&["--emit-every", "10", "--wait-for-go"]));
         flags.extend(args(extra));
         flags
