@@ -7,9 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bandeja::sqlite::SqliteStore;
+use bandeja::testing::eventually;
 use bandeja::{MessageKind, Store};
 use bandeja_scale_tests::fleet;
 use sqlx::postgres::PgRow;
@@ -162,17 +163,13 @@ impl FleetDb {
     /// Waits (at most `timeout`) until the count of `template` reaches `target`; panics
     /// with the last count otherwise.
     pub(crate) async fn wait_count(&self, template: &str, target: i64, timeout: Duration) {
-        let started = Instant::now();
-        loop {
+        let reached = eventually(timeout, || async {
+            (self.count(template).await >= target).then_some(())
+        })
+        .await;
+        if reached.is_err() {
             let count = self.count(template).await;
-            if count >= target {
-                return;
-            }
-            assert!(
-                started.elapsed() < timeout,
-                "{template}: {count} after {timeout:?}, expected {target}"
-            );
-            tokio::time::sleep(READ_EVERY).await;
+            panic!("{template}: {count} after {timeout:?}, expected {target}");
         }
     }
 
@@ -485,23 +482,24 @@ pub(crate) async fn wait_settled(
     routes: &[Route],
     timeout: Duration,
 ) -> Snapshot {
-    let started = Instant::now();
-    loop {
+    let settled = eventually(timeout, || async {
         let snapshot = Snapshot::read(senders, receiver).await;
         // A FAILED row is final: the verdict can be read at once.
         let failed = snapshot.outbox.iter().any(|o| o.status == "FAILED")
             || snapshot.inbox.iter().any(|i| i.status == "FAILED");
-        if failed || snapshot.settled(routes) {
-            return snapshot;
-        }
-        if started.elapsed() >= timeout {
+        (failed || snapshot.settled(routes)).then_some(snapshot)
+    })
+    .await;
+    match settled {
+        Ok(snapshot) => snapshot,
+        Err(_) => {
+            let snapshot = Snapshot::read(senders, receiver).await;
             panic!(
                 "not settled after {timeout:?}: {}; problems so far: {:#?}",
                 status_counts(&snapshot),
                 snapshot.problems(routes)
             );
         }
-        tokio::time::sleep(READ_EVERY).await;
     }
 }
 
