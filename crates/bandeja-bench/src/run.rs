@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use bandeja::postgres::PgStore;
 use bandeja::sqlite::SqliteStore;
 use bandeja::transport::Transport;
-use bandeja::{Bandeja, Config, Event, Group, HandlerTransaction, MessageRecord, Running};
+use bandeja::{Bandeja, BoxKind, Config, Event, HandlerTransaction, MessageRecord, Running};
 
 use crate::args::{Args, HandlerKind, Mode, StoreKind, TransportKind};
 use crate::db::{BenchDb, BoxError};
@@ -71,7 +71,7 @@ pub(crate) async fn run(args: Args) -> Result<(), BoxError> {
 fn config(args: &Args) -> Result<Config, BoxError> {
     let mut config = Config::default();
     let handler_transaction: HandlerTransaction = args.handler_transaction.parse()?;
-    for group in Group::ALL {
+    for group in BoxKind::ALL {
         let g = config.group_mut(group);
         g.polling_initial_delay = Duration::ZERO;
         g.polling_interval = Duration::from_secs(1);

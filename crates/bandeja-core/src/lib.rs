@@ -1,36 +1,29 @@
 #![doc = include_str!("../README.md")]
 
-pub mod admin;
-pub(crate) mod attempt;
-pub(crate) mod claim;
-pub mod config;
-pub(crate) mod dispatch;
-pub mod emission;
-pub mod envelope;
-pub mod error;
-pub mod fault;
-pub(crate) mod lease;
-pub(crate) mod maintenance;
-pub mod processing;
-pub mod reception;
-pub mod record;
-pub mod runtime;
-pub mod status;
-pub mod store;
-pub mod subscriptions;
-pub mod telemetry;
-pub mod tenant;
-pub mod testing;
-pub mod transport;
-pub mod wake;
-pub(crate) mod worker;
+// The tiers, lowest first: each imports only from the tiers above it in this list
+// (checked by `tests/tiers.rs`). Their modules are re-exported at the crate root under
+// the names adapters and users import (`bandeja_core::store`, `bandeja_core::config`, ...).
+mod assembly;
+mod engine;
+mod ports;
+mod stages;
+mod vocabulary;
+
+pub use assembly::{runtime, testing};
+pub(crate) use engine::{
+    attempt, claim, conflicts, context, lease, pace, registry, stragglers, timeouts, worker,
+};
+pub use engine::{fault, telemetry};
+pub use ports::{admin, handler, store, transport, wake};
+pub(crate) use stages::{dispatch, maintenance};
+pub use stages::{emission, processing, reception};
+pub use vocabulary::{config, envelope, error, names, record, status, subscriptions, tenant};
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
 pub use config::{
-    CompletionMode, Config, ConfigError, Enabled, Group, HandlerTransaction, Staleness,
-    WorkerConfig,
+    CompletionMode, Config, ConfigError, Enabled, HandlerTransaction, Staleness, WorkerConfig,
 };
 pub use emission::{Outbox, RecordedEvents};
 pub use envelope::{Command, Direction, Event, Headers, MessageId, Payload};

@@ -141,7 +141,7 @@ pub async fn create_tables(pool: &PgPool, schema: &str) -> Result<(), sqlx::Erro
 #[must_use]
 pub fn worker_config(lease: Duration) -> Config {
     let mut config = Config::default();
-    for group in bandeja::Group::ALL {
+    for group in bandeja::BoxKind::ALL {
         let g = config.group_mut(group);
         g.polling_initial_delay = Duration::ZERO;
         g.polling_interval = Duration::from_millis(200);

@@ -102,7 +102,7 @@ async fn commit_delivers_and_rollback_leaves_nothing() {
         .expect("table");
 
     let mut config = Config::default();
-    for group in bandeja::Group::ALL {
+    for group in bandeja::BoxKind::ALL {
         config.group_mut(group).polling_initial_delay = Duration::ZERO;
         config.group_mut(group).polling_interval = Duration::from_millis(100);
     }

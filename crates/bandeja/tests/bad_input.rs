@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bandeja::admin::{Admin, MessageFilter, Page};
-use bandeja::config::Group;
 use bandeja::error::StoreErrorKind;
 use bandeja::prelude::*;
 use bandeja::sqlite::SqliteStore;
@@ -141,7 +140,7 @@ fn tenant(id: &str) -> TenantId {
 /// Quick workers, so the isolation check does not wait for the spec's polling intervals.
 fn quick_config() -> Config {
     let mut config = Config::default();
-    for group in Group::ALL {
+    for group in BoxKind::ALL {
         config.group_mut(group).polling_initial_delay = Duration::ZERO;
         config.group_mut(group).polling_interval = Duration::from_millis(50);
     }

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 
 use super::runtime::{fast_config, Archive};
 use super::{emit, ping, request, rows, Ping};
-use crate::config::{CompletionMode, Config, Enabled, Group, HandlerTransaction};
+use crate::config::{CompletionMode, Config, Enabled, HandlerTransaction};
 use crate::envelope::{Command, Event};
 use crate::error::HandlerError;
 use crate::processing::{CommandHandler, EventHandler, HandlerContext};
@@ -93,7 +93,7 @@ impl<S: Store> CommandHandler<S, Archive> for Counter {
 /// message, the command inbox one per batch, so both completion paths run.
 fn config_with(mode: CompletionMode) -> Config {
     let mut config = fast_config();
-    for group in Group::ALL {
+    for group in BoxKind::ALL {
         config.group_mut(group).completion_mode = mode;
     }
     config.events_inbox.handler_transaction = HandlerTransaction::Message;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::Ping;
-use crate::config::{Config, ConfigError, Enabled, Group};
+use crate::config::{Config, ConfigError, Enabled};
 use crate::envelope::{Command, Event, MessageId, Payload};
 use crate::error::{Error, HandlerError};
 use crate::processing::{CommandHandler, EventBatchHandler, EventHandler, HandlerContext};
@@ -73,7 +73,7 @@ const WAIT: Duration = Duration::from_secs(20);
 /// Short intervals so tests take milliseconds.
 pub fn fast_config() -> Config {
     let mut config = Config::default();
-    for group in Group::ALL {
+    for group in BoxKind::ALL {
         let g = config.group_mut(group);
         g.polling_interval = Duration::from_millis(100);
         g.polling_initial_delay = Duration::ZERO;
@@ -1196,7 +1196,7 @@ pub async fn per_handler_timeout_mistakes_are_startup_errors<S: Inspect>(store: 
         key.contains("(\"s\")") && message.contains("greater than zero"),
         "{message}"
     );
-    let with = |group: Group, name: &str, timeout: Duration| {
+    let with = |group: BoxKind, name: &str, timeout: Duration| {
         let mut config = Config::default();
         let settings = config.group_mut(group);
         *settings = settings.clone().handler_timeout_for(name, timeout);
@@ -1204,22 +1204,22 @@ pub async fn per_handler_timeout_mistakes_are_startup_errors<S: Inspect>(store: 
     };
     let cases = [
         (
-            with(Group::EventsInbox, "ghost", second),
+            with(BoxKind::InboxEvents, "ghost", second),
             "events.inbox.handler-timeouts.ghost",
             "no event handler is registered under the subscriber name `ghost`",
         ),
         (
-            with(Group::CommandsInbox, "s", second),
+            with(BoxKind::InboxCommands, "s", second),
             "commands.inbox.handler-timeouts.s",
             "no command handler is registered under the subscriber name `s`",
         ),
         (
-            with(Group::EventsInbox, "s", Duration::ZERO),
+            with(BoxKind::InboxEvents, "s", Duration::ZERO),
             "events.inbox.handler-timeouts.s",
             "greater than zero",
         ),
         (
-            with(Group::EventsOutbox, "s", second),
+            with(BoxKind::OutboxEvents, "s", second),
             "events.outbox.handler-timeouts.s",
             "an outbox has no subscribers",
         ),
@@ -1229,7 +1229,7 @@ pub async fn per_handler_timeout_mistakes_are_startup_errors<S: Inspect>(store: 
         assert_eq!(key, expected_key);
         assert!(message.contains(reason), "{message}");
     }
-    let configured = with(Group::EventsInbox, "s", Duration::from_secs(2));
+    let configured = with(BoxKind::InboxEvents, "s", Duration::from_secs(2));
     let bandeja = build(configured, Some(("s", second))).expect("build");
     assert_eq!(
         bandeja.config().events_inbox.handler_timeouts.get("s"),
@@ -1461,7 +1461,7 @@ pub async fn duplicate_subscriber_is_a_startup_error<S: Inspect>(store: S) {
 pub async fn emission_wakes_the_workers_without_waiting_for_polling<S: Inspect>(store: S) {
     let recorder = Recorder::new(Behaviour::Succeed);
     let mut config = fast_config();
-    for group in Group::ALL {
+    for group in BoxKind::ALL {
         config.group_mut(group).polling_interval = Duration::from_secs(3600);
     }
     let bandeja = Bandeja::builder(store.clone())

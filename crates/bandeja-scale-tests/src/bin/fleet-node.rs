@@ -162,7 +162,7 @@ fn parse_emit(s: &str) -> Result<(FleetType, u64), String> {
 /// the commands of `--command-target` on the topic `<prefix>-<target>` over a broker.
 fn config(args: &Args) -> Config {
     let mut config = Config::default();
-    for group in bandeja::Group::ALL {
+    for group in bandeja::BoxKind::ALL {
         let g = config.group_mut(group);
         g.polling_initial_delay = Duration::ZERO;
         g.polling_interval = Duration::from_millis(200);

@@ -124,7 +124,7 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
     }
     let config = if args.default_config {
         let mut config = bandeja::Config::default();
-        for group in bandeja::Group::ALL {
+        for group in bandeja::BoxKind::ALL {
             config.group_mut(group).polling_initial_delay = Duration::ZERO;
         }
         config

@@ -1,0 +1,5 @@
+//! Tier 5, assembly: what a user builds and runs — the runtime builder, [`Bandeja`](runtime::Bandeja),
+//! [`Running`](runtime::Running) — and the testing helpers. Only this tier knows every stage.
+
+pub mod runtime;
+pub mod testing;

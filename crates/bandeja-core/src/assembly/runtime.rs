@@ -1,0 +1,461 @@
+//! [`Bandeja`]: the configured messaging runtime of one process (store, configuration,
+//! subscribers, transport) and its running workers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::config::Config;
+use crate::context::Shared;
+use crate::envelope::{Command, Event, Payload};
+use crate::error::{Error, Result};
+use crate::processing::{CommandHandler, EventHandler};
+use crate::reception::Reception;
+use crate::record::{BoxKind, MessageKind, MessageRecord, DEFAULT_MAX_PAYLOAD_BYTES};
+use crate::registry::Registry;
+use crate::store::Store;
+use crate::tenant::TenantId;
+use crate::transport::routing::Routing;
+use crate::transport::{SubscribeRequest, Subscription, Transport};
+
+/// Builds a [`Bandeja`]: register subscribers, then `build()`.
+///
+/// ```no_run
+/// # async fn demo<S: bandeja_core::Store>(store: S) -> bandeja_core::Result<()> {
+/// let bandeja = bandeja_core::Bandeja::builder(store)
+///     .config(bandeja_core::Config::load(None)?)
+///     .build()?;
+/// let running = bandeja.start().await?;
+/// running.shutdown().await;
+/// # Ok(()) }
+/// ```
+pub struct BandejaBuilder<S: Store> {
+    store: S,
+    config: Config,
+    registry: Registry<S>,
+    errors: Vec<Error>,
+    worker_id: Option<String>,
+    transport: Option<Arc<dyn Transport>>,
+    service: Option<String>,
+    handler_concurrency: usize,
+    handler_timeouts: std::collections::BTreeMap<String, Duration>,
+}
+
+impl<S: Store> BandejaBuilder<S> {
+    /// The name of this service (required with a broker transport): the `source_service`
+    /// header of what it publishes, the name its durable consumers and queues take (so its
+    /// processes share them), and the key of `commands.topics` its commands arrive on.
+    #[must_use]
+    pub fn service(mut self, name: impl Into<String>) -> Self {
+        self.service = Some(name.into());
+        self
+    }
+
+    /// The configuration (default: [`Config::default`], the spec's defaults).
+    #[must_use]
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The id written to `locked_by` (default: `<hostname>-<pid>-<random>`).
+    #[must_use]
+    pub fn worker_id(mut self, id: impl Into<String>) -> Self {
+        self.worker_id = Some(id.into());
+        self
+    }
+
+    /// How many handlers of one inbox batch run at once (default: 16). Messages with the
+    /// same partition key never run at once when ordering is on.
+    #[must_use]
+    pub fn handler_concurrency(mut self, n: usize) -> Self {
+        self.handler_concurrency = n.max(1);
+        self
+    }
+
+    /// Gives the handler registered under `subscriber` its own time limit for one attempt,
+    /// instead of its group's `handler-timeout` (for an event subscriber, `events.inbox`;
+    /// for a command handler, `commands.inbox`; both when the name is used for both). An
+    /// attempt that runs out of time is a failed attempt like an error: retried with
+    /// backoff, FAILED after `max-retries`, its transaction rolled back.
+    ///
+    /// The limit is capped by the group's `lock-at-most-for` (the lease of a claimed row):
+    /// a hung handler never holds its row past its lease, so the row returns to PENDING (or
+    /// FAILED) for a healthy attempt instead of waiting for the lease to expire.
+    ///
+    /// An entry for the same subscriber in the configuration (`handler-timeouts` of the
+    /// group) takes precedence, so operators can tune it without a rebuild. `build()` fails
+    /// when no handler is registered under `subscriber` or when `timeout` is zero.
+    #[must_use]
+    pub fn handler_timeout(mut self, subscriber: &str, timeout: Duration) -> Self {
+        self.handler_timeouts.insert(subscriber.to_owned(), timeout);
+        self
+    }
+
+    /// A broker transport instead of the in-process default.
+    #[must_use]
+    pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
+        self.transport = Some(transport);
+        self
+    }
+
+    /// Subscribes `handler` to events of type `T` under the name `subscriber`. Each
+    /// subscriber of an event gets its own inbox row and retries. A name used twice for the
+    /// same type makes `build()` fail.
+    #[must_use]
+    pub fn on_event<T: Payload, H: EventHandler<S, T>>(
+        mut self,
+        subscriber: &str,
+        handler: H,
+    ) -> Self {
+        let result = self.registry.add_event::<T, H>(subscriber, None, handler);
+        self.registered(result)
+    }
+
+    /// Like [`Self::on_event`], but the handler only receives messages of `tenant`.
+    #[must_use]
+    pub fn on_event_for_tenant<T: Payload, H: EventHandler<S, T>>(
+        mut self,
+        subscriber: &str,
+        tenant: TenantId,
+        handler: H,
+    ) -> Self {
+        let result = self
+            .registry
+            .add_event::<T, H>(subscriber, Some(tenant), handler);
+        self.registered(result)
+    }
+
+    /// Subscribes a batch handler ([`EventBatchHandler`](crate::processing::EventBatchHandler))
+    /// to events of type `T` under the name `subscriber`: it receives the events of a claimed
+    /// batch in one call, so it can write their effects in one statement.
+    #[must_use]
+    pub fn on_event_batch<T: Payload, H: crate::processing::EventBatchHandler<S, T>>(
+        mut self,
+        subscriber: &str,
+        handler: H,
+    ) -> Self {
+        let result = self
+            .registry
+            .add_event_batch::<T, H>(subscriber, None, handler);
+        self.registered(result)
+    }
+
+    /// Registers the one handler of commands of type `T`, under the name `subscriber`.
+    #[must_use]
+    pub fn on_command<T: Payload, H: CommandHandler<S, T>>(
+        mut self,
+        subscriber: &str,
+        handler: H,
+    ) -> Self {
+        let result = self.registry.add_command::<T, H>(subscriber, None, handler);
+        self.registered(result)
+    }
+
+    /// Keeps a registration error for `build()` to report.
+    fn registered(mut self, result: Result<()>) -> Self {
+        if let Err(e) = result {
+            self.errors.push(e);
+        }
+        self
+    }
+
+    /// Validates the configuration and the subscribers (including the per-subscriber time
+    /// limits: each must name a registered subscriber).
+    pub fn build(mut self) -> Result<Bandeja<S>> {
+        if !self.errors.is_empty() {
+            return Err(self.errors.remove(0));
+        }
+        self.config.validate()?;
+        crate::timeouts::resolve(&mut self.config, &self.registry, &self.handler_timeouts)?;
+        // Completion modes are a property of the store handle the workers use.
+        let store = self.store.with_completion(self.config.completion_modes())?;
+        let worker_id = self.worker_id.unwrap_or_else(default_worker_id);
+        let single_writer = store.single_writer();
+        let instance = rand::random::<u32>();
+        let process = format!("{worker_id}#{instance:08x}");
+        let subscriptions = self.registry.subscriptions();
+        let claimable = [MessageKind::Event, MessageKind::Command]
+            .map(|kind| crate::subscriptions::Claimable::of(kind, &subscriptions));
+        let routing = match (&self.transport, self.service) {
+            (None, _) => None,
+            (Some(transport), None) => {
+                return Err(Error::InvalidMessage(format!(
+                    "a broker transport (`{}`) needs the service's name: call `.service(\"<name>\")` on the builder",
+                    transport.name()
+                )))
+            }
+            (Some(_), Some(service)) => {
+                crate::names::validate_name("service", &service)?;
+                let routing = Routing::new(service, self.config.command_topics.clone());
+                if self.registry.has(MessageKind::Command) {
+                    routing.own_topic().map_err(|e| {
+                        Error::InvalidMessage(format!(
+                            "service `{}` handles commands but has no topic to receive them on: {e}",
+                            routing.service()
+                        ))
+                    })?;
+                }
+                Some(routing)
+            }
+        };
+        Ok(Bandeja {
+            shared: Arc::new(Shared {
+                store,
+                config: self.config,
+                registry: Arc::new(self.registry),
+                worker_id,
+                transport: self.transport,
+                handler_concurrency: self.handler_concurrency,
+                claims: std::sync::atomic::AtomicU64::new(0),
+                instance,
+                process,
+                subscriptions,
+                registered: Arc::default(),
+                claimable,
+                routing,
+                pace: crate::pace::Pace::default(),
+                conflicts: crate::conflicts::Conflicts::default(),
+                permits: crate::stragglers::Permits::new(
+                    crate::processing::worker::handlers_at_once(
+                        single_writer,
+                        self.handler_concurrency,
+                    ),
+                ),
+            }),
+        })
+    }
+}
+
+fn default_worker_id() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_owned());
+    format!(
+        "{host}-{}-{:04x}",
+        std::process::id(),
+        rand::random::<u16>()
+    )
+}
+
+/// The messaging runtime of one process.
+pub struct Bandeja<S: Store> {
+    shared: Arc<Shared<S>>,
+}
+
+impl<S: Store> Clone for Bandeja<S> {
+    fn clone(&self) -> Self {
+        Bandeja {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<S: Store> Bandeja<S> {
+    /// Starts building a runtime on `store`.
+    pub fn builder(store: S) -> BandejaBuilder<S> {
+        BandejaBuilder {
+            store,
+            config: Config::default(),
+            registry: Registry::default(),
+            errors: Vec::new(),
+            worker_id: None,
+            transport: None,
+            service: None,
+            handler_concurrency: 16,
+            handler_timeouts: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.shared.store
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// This process's worker id.
+    pub fn worker_id(&self) -> &str {
+        &self.shared.worker_id
+    }
+
+    /// Whether the worker of `box_kind` runs, after resolving `auto`.
+    pub fn worker_enabled(&self, box_kind: BoxKind) -> bool {
+        let registry = &self.shared.registry;
+        let config = &self.shared.config;
+        let used = match box_kind {
+            BoxKind::OutboxEvents => true,
+            BoxKind::InboxEvents => registry.has(MessageKind::Event),
+            BoxKind::InboxCommands => registry.has(MessageKind::Command),
+            BoxKind::OutboxCommands => {
+                registry.has(MessageKind::Command) || !config.command_topics.is_empty()
+            }
+        };
+        config.group(box_kind).enabled.resolve(used)
+    }
+
+    /// Emits an event in a transaction of its own (tests, scripts). Application code emits
+    /// through its own transaction with the store's outbox instead, so the event commits
+    /// with the business change.
+    pub async fn emit<T: Payload>(&self, event: &Event<T>) -> Result<()> {
+        self.write(MessageKind::Event, MessageRecord::from_event(event)?)
+            .await
+    }
+
+    /// Sends a command in a transaction of its own (see [`Self::emit`]).
+    pub async fn send<T: Payload>(&self, command: &Command<T>) -> Result<()> {
+        self.write(MessageKind::Command, MessageRecord::from_command(command)?)
+            .await
+    }
+
+    /// Checks that a message can leave this service: with a broker, a command's target
+    /// service needs a topic (`commands.topics`). Call it before emitting through your own
+    /// transaction to fail early; the dispatcher marks an unroutable command FAILED.
+    pub fn check_route(&self, record: &MessageRecord) -> Result<()> {
+        if let Some(routing) = &self.shared.routing {
+            routing.address(record)?;
+        }
+        Ok(())
+    }
+
+    async fn write(&self, kind: MessageKind, mut record: MessageRecord) -> Result<()> {
+        record.check_size(DEFAULT_MAX_PAYLOAD_BYTES)?;
+        self.check_route(&record)?;
+        crate::emission::prepare(std::slice::from_mut(&mut record));
+        let store = &self.shared.store;
+        let mut tx = store.begin().await?;
+        store
+            .insert_outbox(&mut *tx, kind, std::slice::from_ref(&record))
+            .await
+            .map_err(|e| {
+                crate::emission::explain_duplicate(e, kind, std::slice::from_ref(&record))
+            })?;
+        store.commit(tx).await?;
+        crate::fault::point("after-emit-commit");
+        crate::telemetry::emitted(kind.outbox(), std::slice::from_ref(&record));
+        store.wakers().wake(kind.outbox());
+        Ok(())
+    }
+
+    /// Starts the enabled workers (and, with a broker transport, its subscriptions).
+    pub async fn start(&self) -> Result<Running> {
+        // Registered before any worker or receiver runs: from now on every relay and every
+        // reception fans out to this process's subscriptions too. A database that does not
+        // answer yet does not stop the start: the heartbeat registers them as soon as it
+        // does (a subscription receives what is relayed from its first registration on).
+        let registered = crate::maintenance::heartbeat::register(&self.shared).await;
+        if let Err(error) = &registered {
+            tracing::warn!(%error, process = %self.shared.process, "registering this process's subscriptions failed: the workers and receivers wait, registering again every second until it works");
+        }
+        let (stop, stop_rx) = watch::channel(false);
+        let mut tasks = JoinSet::new();
+        for box_kind in BoxKind::ALL {
+            if !self.worker_enabled(box_kind) {
+                tracing::info!(box = %box_kind, "worker disabled by configuration");
+            } else if box_kind.is_inbox() {
+                tasks.spawn(crate::worker::run(
+                    self.shared.clone(),
+                    box_kind,
+                    crate::processing::worker::Processing,
+                    stop_rx.clone(),
+                ));
+            } else {
+                tasks.spawn(crate::worker::run(
+                    self.shared.clone(),
+                    box_kind,
+                    crate::dispatch::worker::Dispatch,
+                    stop_rx.clone(),
+                ));
+            }
+        }
+        crate::maintenance::spawn(&self.shared, &mut tasks, &stop_rx);
+        tasks.spawn(crate::maintenance::heartbeat::run(
+            self.shared.clone(),
+            registered.is_ok(),
+            stop_rx.clone(),
+        ));
+        let mut subscriptions = Vec::new();
+        if let (Some(transport), Some(routing)) = (&self.shared.transport, &self.shared.routing) {
+            let sink = Arc::new(Reception {
+                store: self.shared.store.clone(),
+                registered: self.shared.registered.clone(),
+                service: routing.service().to_owned(),
+                command_topic: routing.own_topic().ok().map(str::to_owned),
+            });
+            for kind in [MessageKind::Event, MessageKind::Command] {
+                if !self.worker_enabled(kind.inbox()) || !self.shared.registry.has(kind) {
+                    continue;
+                }
+                let addresses = match kind {
+                    MessageKind::Event => self.shared.registry.types(kind),
+                    MessageKind::Command => vec![routing.own_topic()?.to_owned()],
+                };
+                let request = SubscribeRequest {
+                    kind,
+                    service: routing.service().to_owned(),
+                    addresses,
+                    batch_size: self.shared.config.group(kind.inbox()).batch_size,
+                };
+                match transport.subscribe(request, sink.clone()).await {
+                    Ok(subscription) => subscriptions.push(subscription),
+                    Err(error) => {
+                        for subscription in subscriptions {
+                            subscription.stop().await;
+                        }
+                        let _ = stop.send(true);
+                        while tasks.join_next().await.is_some() {}
+                        return Err(Error::Worker {
+                            worker: format!("{} receiver", transport.name()),
+                            reason: error.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(Running {
+            stop,
+            tasks,
+            subscriptions,
+        })
+    }
+}
+
+/// The running workers. Call [`Running::shutdown`] to stop them gracefully.
+pub struct Running {
+    stop: watch::Sender<bool>,
+    tasks: JoinSet<()>,
+    subscriptions: Vec<Box<dyn Subscription>>,
+}
+
+impl Running {
+    /// Stops claiming, lets each worker finish its batch (or release it back to PENDING
+    /// within its `lock-at-most-for`), and waits for the workers to end.
+    pub async fn shutdown(mut self) {
+        for subscription in self.subscriptions.drain(..) {
+            subscription.stop().await;
+        }
+        let _ = self.stop.send(true);
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Like [`Self::shutdown`], but gives up waiting after `limit` (workers still running
+    /// are aborted; their rows return to PENDING when their leases expire).
+    pub async fn shutdown_within(mut self, limit: Duration) {
+        let _ = self.stop.send(true);
+        let wait = async {
+            for subscription in self.subscriptions.drain(..) {
+                subscription.stop().await;
+            }
+            while self.tasks.join_next().await.is_some() {}
+        };
+        if tokio::time::timeout(limit, wait).await.is_err() {
+            self.tasks.abort_all();
+        }
+    }
+}

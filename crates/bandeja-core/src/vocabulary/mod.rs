@@ -1,0 +1,13 @@
+//! Tier 1, vocabulary: the words every other tier speaks — messages and their envelope,
+//! statuses, tenants, stored records, errors, configuration, name rules and subscriptions.
+//! Nothing here imports from a higher tier (`ports`, `engine`, `stages`, `assembly`); the
+//! test `tests/tiers.rs` checks it.
+
+pub mod config;
+pub mod envelope;
+pub mod error;
+pub mod names;
+pub mod record;
+pub mod status;
+pub mod subscriptions;
+pub mod tenant;
