@@ -721,7 +721,7 @@ mod tests {
             "commands.inbox",
         ];
         assert_eq!(keys, expected);
-        assert_eq!(BoxKind::InboxCommands.to_string(), "commands.inbox");
+        assert_eq!(BoxKind::InboxCommands.key(), "commands.inbox");
         let mut config = Config::default();
         for (i, g) in BoxKind::ALL.into_iter().enumerate() {
             config.group_mut(g).batch_size = i + 1;

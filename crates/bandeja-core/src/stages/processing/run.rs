@@ -152,8 +152,8 @@ fn timed_out(
     limit: Duration,
 ) -> String {
     let setting = match subscriber.filter(|name| config.handler_timeouts.contains_key(*name)) {
-        Some(name) => format!("`{group}.handler-timeouts.{name}`"),
-        None => format!("`{group}.handler-timeout`"),
+        Some(name) => format!("`{}.handler-timeouts.{name}`", group.key()),
+        None => format!("`{}.handler-timeout`", group.key()),
     };
     format!(
         "handler timed out after {} (the limit set by {setting}); its work was rolled back",
