@@ -13,7 +13,8 @@
 //! inside the transaction that marks its row COMPLETED. A crash anywhere resumes, never
 //! loses, never applies twice.
 //!
-//! Everything runs on SQLite or PostgreSQL: the module code is generic over [`db::ShopDb`].
+//! Everything runs on SQLite or PostgreSQL: each query is written once, with SQL both
+//! accept, over [`db::Sql`] (a connection) and [`db::ShopDb`] (bandeja's store).
 
 pub mod app;
 pub mod catalog;

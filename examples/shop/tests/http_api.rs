@@ -1,30 +1,26 @@
-//! The HTTP API on SQLite: the happy path end to end (order → stock taken, email recorded),
-//! a shortage, and bad requests (4xx with a JSON error, nothing written).
+//! The HTTP API on SQLite, with the router called in process (`oneshot`) and bandeja's
+//! workers running in the test: the happy path end to end (order → stock taken, email
+//! recorded), a shortage, unknown resources (404) and bad requests (4xx with a JSON error,
+//! nothing written).
 
 mod common;
 
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use common::{
-    count_rows, inbox_row, open_sqlite, order_id, place_order, post_order, rows_for_order, stock,
-    wait_for, Shop, TempDir,
-};
+use common::in_process::App;
+use common::{count_rows, inbox_row, order_id, rows_for_order, wait_for};
 
 const WAIT: Duration = Duration::from_secs(20);
 
-#[tokio::test]
-async fn orders_take_stock_send_an_email_and_bad_requests_write_nothing() {
-    let dir = TempDir::new("http-api");
-    let database = dir.sqlite_url("shop.db");
-    let shop = Shop::start(&database, &[], &dir.path().join("shop.log"));
-    let client = reqwest::Client::new();
-    let db = open_sqlite(&database).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_order_is_stored_read_back_takes_stock_and_sends_one_email() {
+    let app = App::start("http-order", Duration::ZERO).await;
 
-    // Happy path.
-    let before = stock(&client, &shop, "MS-001").await;
-    let order = place_order(&client, &shop, "alice", &[("MS-001", 3)]).await;
+    let before = app.stock("MS-001").await;
+    let order = app.place_order("alice", &[("MS-001", 3)]).await;
     let id = order_id(&order);
     assert_eq!(order["customer"], "alice");
     assert_eq!(order["status"], "CONFIRMED");
@@ -33,30 +29,24 @@ async fn orders_take_stock_send_an_email_and_bad_requests_write_nothing() {
         order["lines"],
         json!([{ "sku": "MS-001", "product_name": "Wireless mouse", "quantity": 3, "unit_price": "29.90" }])
     );
-    let fetched: Value = client
-        .get(shop.url(&format!("/orders/{id}")))
-        .send()
-        .await
-        .expect("GET /orders/{id}")
-        .json()
-        .await
-        .expect("order JSON");
+    let (status, fetched) = app.get(&format!("/orders/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
     assert_eq!(fetched, order);
 
     let after = wait_for("the stock of MS-001 to go down", WAIT, || async {
-        let now = stock(&client, &shop, "MS-001").await;
+        let now = app.stock("MS-001").await;
         (now != before).then_some(now)
     })
     .await;
     assert_eq!(after, before - 3);
     wait_for("the confirmation email", WAIT, || async {
-        (rows_for_order(&db, "sent_emails", id).await == 1).then_some(())
+        (rows_for_order(app.pool(), "sent_emails", id).await == 1).then_some(())
     })
     .await;
     let (recipient, subject, body): (String, String, String) =
         sqlx::query_as("SELECT recipient, subject, body FROM sent_emails WHERE order_id = ?")
             .bind(id)
-            .fetch_one(&db)
+            .fetch_one(app.pool())
             .await
             .expect("the email");
     assert_eq!(recipient, "alice@example.com");
@@ -65,33 +55,48 @@ async fn orders_take_stock_send_an_email_and_bad_requests_write_nothing() {
         body.contains("3 x Wireless mouse") && body.contains("89.70"),
         "{body}"
     );
+}
 
-    // Shortage: accepted, logged by inventory, which completes without taking stock.
-    let shortage = order_id(&place_order(&client, &shop, "bob", &[("HD-001", 1)]).await);
+/// A shortage is accepted and logged by inventory, which completes without taking stock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shortage_is_accepted_and_inventory_completes_without_taking_stock() {
+    let app = App::start("http-shortage", Duration::ZERO).await;
+
+    let shortage = order_id(&app.place_order("bob", &[("HD-001", 1)]).await);
     wait_for(
         "the inventory row of the shortage COMPLETED",
         WAIT,
         || async {
-            inbox_row(&db, shortage, "inventory")
+            inbox_row(app.pool(), shortage, "inventory")
                 .await
                 .filter(|row| row.0 == "COMPLETED")
         },
     )
     .await;
-    assert_eq!(stock(&client, &shop, "HD-001").await, 0);
-    assert_eq!(rows_for_order(&db, "stock_movements", shortage).await, 0);
+    assert_eq!(app.stock("HD-001").await, 0);
+    assert_eq!(
+        rows_for_order(app.pool(), "stock_movements", shortage).await,
+        0
+    );
+}
 
-    // Not found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_orders_and_products_answer_404_with_a_json_error() {
+    let app = App::start("http-not-found", Duration::ZERO).await;
+
     for path in ["/orders/999999", "/orders/abc", "/stock/NOPE-1"] {
-        let response = client.get(shop.url(path)).send().await.expect("GET");
-        assert_eq!(response.status(), 404, "{path}");
-        let body: Value = response.json().await.expect("JSON error");
+        let (status, body) = app.get(path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
         assert!(body["error"].is_string(), "{path}: {body}");
     }
+}
 
-    // Bad requests: 4xx, a JSON error, nothing written.
-    let orders = count_rows(&db, "orders").await;
-    let outbox = count_rows(&db, "outbox_events").await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_answer_4xx_with_a_json_error_and_write_nothing() {
+    let app = App::start("http-bad-requests", Duration::ZERO).await;
+
+    let orders = count_rows(app.pool(), "orders").await;
+    let outbox = count_rows(app.pool(), "outbox_events").await;
     let item = |sku: &str, quantity: i64| json!({ "sku": sku, "quantity": quantity });
     let bad_bodies = [
         (
@@ -124,8 +129,7 @@ async fn orders_take_stock_send_an_email_and_bad_requests_write_nothing() {
         ),
     ];
     for (case, body) in &bad_bodies {
-        let response = post_order(&client, &shop, body).await;
-        assert_client_error(case, response).await;
+        assert_client_error(case, app.post_order(body).await);
     }
     for (case, raw, content_type) in [
         (
@@ -140,30 +144,23 @@ async fn orders_take_stock_send_an_email_and_bad_requests_write_nothing() {
             "text/plain",
         ),
     ] {
-        let response = client
-            .post(shop.url("/orders"))
-            .header("content-type", content_type)
-            .body(raw)
-            .send()
-            .await
-            .expect("POST /orders");
-        assert_client_error(case, response).await;
+        assert_client_error(case, app.post("/orders", content_type, raw).await);
     }
-    assert_eq!(count_rows(&db, "orders").await, orders, "no order written");
     assert_eq!(
-        count_rows(&db, "outbox_events").await,
+        count_rows(app.pool(), "orders").await,
+        orders,
+        "no order written"
+    );
+    assert_eq!(
+        count_rows(app.pool(), "outbox_events").await,
         outbox,
         "no event written"
     );
 }
 
-async fn assert_client_error(case: &str, response: reqwest::Response) {
-    let status = response.status();
+/// A 4xx status and a JSON body with a non-empty `error`.
+fn assert_client_error(case: &str, (status, body): (StatusCode, Value)) {
     assert!(status.is_client_error(), "{case}: status {status}");
-    let body: Value = response
-        .json()
-        .await
-        .unwrap_or_else(|e| panic!("{case}: body is not JSON: {e}"));
     let message = body["error"].as_str().unwrap_or_default();
     assert!(!message.is_empty(), "{case}: no error message in {body}");
 }

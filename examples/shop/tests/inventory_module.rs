@@ -9,7 +9,7 @@ use bandeja::testing::Scenario;
 use bandeja::{Bandeja, Event, Store};
 use chrono::Utc;
 
-use shop::inventory::{self, InventoryHandler, InventoryRepository};
+use shop::inventory::{self, InventoryHandler};
 use shop::money::Money;
 use shop::order::{ConfirmedLine, OrderConfirmed};
 
@@ -30,7 +30,7 @@ async fn order_confirmed_takes_the_ordered_units_out_of_stock(
 
     let stock_of = |sku: &'static str| {
         let store = store.clone();
-        async move { store.stock_of(sku).await.ok().flatten() }
+        async move { inventory::stock_of(&store, sku).await.ok().flatten() }
     };
     let before = stock_of("MS-001").await.ok_or("MS-001 is not in stock")?;
     let event = OrderConfirmed {

@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::Json;
 
-use super::Product;
+use super::{repository, Product};
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::ShopDb;
@@ -12,5 +12,5 @@ use crate::ShopDb;
 pub async fn list<D: ShopDb>(
     State(state): State<AppState<D>>,
 ) -> Result<Json<Vec<Product>>, ApiError> {
-    Ok(Json(state.db.products().await?))
+    Ok(Json(repository::products(&state.db).await?))
 }

@@ -8,8 +8,9 @@ mod repository;
 
 use serde::Serialize;
 
-pub use repository::CatalogRepository;
+pub use repository::{find_product, products};
 
+use crate::db::Sql;
 use crate::money::Money;
 
 /// A product of the catalog.
@@ -38,14 +39,14 @@ pub const SEED: [(&str, &str, i64); 3] = [
 ];
 
 /// Inserts the seeded products that are missing (existing rows are left alone).
-pub(crate) async fn seed<D: CatalogRepository>(conn: &mut D::Conn) -> Result<(), sqlx::Error> {
+pub(crate) async fn seed(conn: &mut impl Sql) -> Result<(), sqlx::Error> {
     for (sku, name, cents) in SEED {
         let product = Product {
             sku: sku.to_owned(),
             name: name.to_owned(),
             price: Money::from_cents(cents),
         };
-        D::insert_product_if_missing(conn, &product).await?;
+        repository::insert_product_if_missing(conn, &product).await?;
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use chrono::{SubsecRound, Utc};
 
 use bandeja::{Event, EventHandler, HandlerContext, HandlerError};
 
+use super::repository;
 use crate::order::OrderConfirmed;
 use crate::ShopDb;
 
@@ -28,16 +29,17 @@ impl<D: ShopDb> EventHandler<D, OrderConfirmed> for InventoryHandler {
         let now = Utc::now().trunc_subsecs(6);
         for line in &order.lines {
             let (sku, quantity) = (line.sku.as_str(), line.quantity);
-            match D::take(ctx.conn(), sku, quantity).await? {
+            match repository::take(ctx.conn(), sku, quantity).await? {
                 Some(left) => {
-                    D::record_movement(ctx.conn(), order.order_id, sku, quantity, now).await?;
+                    repository::record_movement(ctx.conn(), order.order_id, sku, quantity, now)
+                        .await?;
                     tracing::info!(
                         order_id = order.order_id,
                         "Order {}: took {quantity} x {sku} from stock, {left} left",
                         order.order_id
                     );
                 }
-                None => match D::available_in(ctx.conn(), sku).await? {
+                None => match repository::available_in(ctx.conn(), sku).await? {
                     Some(available) => tracing::warn!(
                         order_id = order.order_id,
                         "Order {}: stock shortage for {sku} (requested {quantity}, available {available})",

@@ -4,6 +4,7 @@ use axum::extract::{Path, State};
 use axum::Json;
 use serde::Serialize;
 
+use super::repository;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::ShopDb;
@@ -22,7 +23,7 @@ pub async fn stock<D: ShopDb>(
     State(state): State<AppState<D>>,
     Path(sku): Path<String>,
 ) -> Result<Json<StockView>, ApiError> {
-    match state.db.stock_of(&sku).await? {
+    match repository::stock_of(&state.db, &sku).await? {
         Some(available) => Ok(Json(StockView { sku, available })),
         None => Err(ApiError::not_found(format!("unknown product `{sku}`"))),
     }

@@ -10,7 +10,9 @@ pub mod http;
 mod repository;
 
 pub use handler::InventoryHandler;
-pub use repository::InventoryRepository;
+pub use repository::stock_of;
+
+use crate::db::Sql;
 
 /// The subscriber name of [`InventoryHandler`] (the `subscriber` column of its inbox rows).
 pub const SUBSCRIBER: &str = "inventory";
@@ -36,9 +38,9 @@ pub const SCHEMA: &[&str] = &[
 pub const SEED: [(&str, i64); 3] = [("KB-001", 10), ("MS-001", 1_000_000), ("HD-001", 0)];
 
 /// Inserts the initial stock of the skus that have no row yet (existing stock is kept).
-pub(crate) async fn seed<D: InventoryRepository>(conn: &mut D::Conn) -> Result<(), sqlx::Error> {
+pub(crate) async fn seed(conn: &mut impl Sql) -> Result<(), sqlx::Error> {
     for (sku, available) in SEED {
-        D::insert_stock_if_missing(conn, sku, available).await?;
+        repository::insert_stock_if_missing(conn, sku, available).await?;
     }
     Ok(())
 }

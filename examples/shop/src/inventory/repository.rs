@@ -1,44 +1,8 @@
-//! The inventory's queries, for both stores.
+//! The inventory's queries.
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::db::{for_each_store, Backend};
-
-/// The queries of the inventory module.
-#[async_trait]
-pub trait InventoryRepository: Backend {
-    /// Takes `quantity` units of `sku` if that many are available; returns the units left,
-    /// or `None` (nothing changed) on a shortage or an unknown sku. A write first, so a
-    /// SQLite handler transaction takes the write lock here instead of failing to upgrade.
-    async fn take(
-        conn: &mut Self::Conn,
-        sku: &str,
-        quantity: i64,
-    ) -> Result<Option<i64>, sqlx::Error>;
-
-    /// Units of `sku` available, read through `conn` (`None`: not tracked).
-    async fn available_in(conn: &mut Self::Conn, sku: &str) -> Result<Option<i64>, sqlx::Error>;
-
-    /// Records that `quantity` units of `sku` left the stock for order `order_id`.
-    async fn record_movement(
-        conn: &mut Self::Conn,
-        order_id: i64,
-        sku: &str,
-        quantity: i64,
-        at: DateTime<Utc>,
-    ) -> Result<(), sqlx::Error>;
-
-    /// Units of `sku` available now (`None`: not tracked).
-    async fn stock_of(&self, sku: &str) -> Result<Option<i64>, sqlx::Error>;
-
-    /// Inserts a stock row unless the sku has one.
-    async fn insert_stock_if_missing(
-        conn: &mut Self::Conn,
-        sku: &str,
-        available: i64,
-    ) -> Result<(), sqlx::Error>;
-}
+use crate::db::{ShopDb, Sql};
 
 const TAKE: &str = "UPDATE stock SET available = available - $1
     WHERE sku = $2 AND available >= $1 RETURNING available";
@@ -48,70 +12,54 @@ const MOVEMENT: &str = "INSERT INTO stock_movements (order_id, sku, quantity, ta
 const SEED: &str =
     "INSERT INTO stock (sku, available) VALUES ($1, $2) ON CONFLICT (sku) DO NOTHING";
 
-macro_rules! implement {
-    ($store:ty) => {
-        #[async_trait]
-        impl InventoryRepository for $store {
-            async fn take(
-                conn: &mut Self::Conn,
-                sku: &str,
-                quantity: i64,
-            ) -> Result<Option<i64>, sqlx::Error> {
-                sqlx::query_scalar(TAKE)
-                    .bind(quantity)
-                    .bind(sku)
-                    .fetch_optional(conn)
-                    .await
-            }
-
-            async fn available_in(
-                conn: &mut Self::Conn,
-                sku: &str,
-            ) -> Result<Option<i64>, sqlx::Error> {
-                sqlx::query_scalar(AVAILABLE)
-                    .bind(sku)
-                    .fetch_optional(conn)
-                    .await
-            }
-
-            async fn record_movement(
-                conn: &mut Self::Conn,
-                order_id: i64,
-                sku: &str,
-                quantity: i64,
-                at: DateTime<Utc>,
-            ) -> Result<(), sqlx::Error> {
-                sqlx::query(MOVEMENT)
-                    .bind(order_id)
-                    .bind(sku)
-                    .bind(quantity)
-                    .bind(at)
-                    .execute(conn)
-                    .await
-                    .map(drop)
-            }
-
-            async fn stock_of(&self, sku: &str) -> Result<Option<i64>, sqlx::Error> {
-                sqlx::query_scalar(AVAILABLE)
-                    .bind(sku)
-                    .fetch_optional(self.pool())
-                    .await
-            }
-
-            async fn insert_stock_if_missing(
-                conn: &mut Self::Conn,
-                sku: &str,
-                available: i64,
-            ) -> Result<(), sqlx::Error> {
-                sqlx::query(SEED)
-                    .bind(sku)
-                    .bind(available)
-                    .execute(conn)
-                    .await
-                    .map(drop)
-            }
-        }
-    };
+/// Takes `quantity` units of `sku` if that many are available; returns the units left,
+/// or `None` (nothing changed) on a shortage or an unknown sku. A write first, so a
+/// SQLite handler transaction takes the write lock here instead of failing to upgrade.
+pub(super) async fn take(
+    conn: &mut impl Sql,
+    sku: &str,
+    quantity: i64,
+) -> Result<Option<i64>, sqlx::Error> {
+    let row: Option<(i64,)> = conn
+        .fetch_optional(TAKE, &[quantity.into(), sku.into()])
+        .await?;
+    Ok(row.map(|(left,)| left))
 }
 
-for_each_store!(implement);
+/// Units of `sku` available, read through `conn` (`None`: not tracked).
+pub(super) async fn available_in(
+    conn: &mut impl Sql,
+    sku: &str,
+) -> Result<Option<i64>, sqlx::Error> {
+    let row: Option<(i64,)> = conn.fetch_optional(AVAILABLE, &[sku.into()]).await?;
+    Ok(row.map(|(available,)| available))
+}
+
+/// Records that `quantity` units of `sku` left the stock for order `order_id`.
+pub(super) async fn record_movement(
+    conn: &mut impl Sql,
+    order_id: i64,
+    sku: &str,
+    quantity: i64,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    conn.execute(
+        MOVEMENT,
+        &[order_id.into(), sku.into(), quantity.into(), at.into()],
+    )
+    .await
+}
+
+/// Units of `sku` available now (`None`: not tracked).
+pub async fn stock_of(db: &impl ShopDb, sku: &str) -> Result<Option<i64>, sqlx::Error> {
+    available_in(&mut *db.acquire().await?, sku).await
+}
+
+/// Inserts a stock row unless the sku has one.
+pub(super) async fn insert_stock_if_missing(
+    conn: &mut impl Sql,
+    sku: &str,
+    available: i64,
+) -> Result<(), sqlx::Error> {
+    conn.execute(SEED, &[sku.into(), available.into()]).await
+}

@@ -7,7 +7,7 @@ use chrono::{SubsecRound, Utc};
 
 use bandeja::{Event, EventHandler, HandlerContext, HandlerError};
 
-use super::Email;
+use super::{repository, Email};
 use crate::order::OrderConfirmed;
 use crate::ShopDb;
 
@@ -46,7 +46,7 @@ impl<D: ShopDb> EventHandler<D, OrderConfirmed> for NotificationHandler {
             tokio::time::sleep(self.delay).await;
         }
         let email = Email::confirmation(&event.payload);
-        D::record_email(ctx.conn(), &email, Utc::now().trunc_subsecs(6)).await?;
+        repository::record_email(ctx.conn(), &email, Utc::now().trunc_subsecs(6)).await?;
         tracing::info!(
             order_id,
             "Email to {} | {} | {}",

@@ -12,7 +12,6 @@ mod repository;
 
 pub use email::Email;
 pub use handler::NotificationHandler;
-pub use repository::NotificationRepository;
 
 /// The subscriber name of [`NotificationHandler`].
 pub const SUBSCRIBER: &str = "notification";

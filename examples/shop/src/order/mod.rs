@@ -15,7 +15,6 @@ mod service;
 pub use command::{Item, OrderError, PlaceOrder, MAX_CUSTOMER_LEN, MAX_LINES, MAX_QUANTITY};
 pub use event::{ConfirmedLine, OrderConfirmed};
 pub use model::{Order, OrderLine, OrderStatus};
-pub use repository::OrderRepository;
 pub use service::{find_order, place_order, PlaceOrderError};
 
 /// The aggregate type written on the events of this module.

@@ -1,29 +1,10 @@
-//! The order module's queries, for both stores.
+//! The order module's queries.
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::model::{Order, OrderLine};
-use crate::db::{for_each_store, Backend};
+use crate::db::{ShopDb, Sql};
 use crate::money::Money;
-
-/// The queries of the order module.
-#[async_trait]
-pub trait OrderRepository: Backend {
-    /// Inserts the order row; returns the generated id.
-    async fn insert_order(conn: &mut Self::Conn, order: &Order) -> Result<i64, sqlx::Error>;
-
-    /// Inserts one line of order `order_id`.
-    async fn insert_line(
-        conn: &mut Self::Conn,
-        order_id: i64,
-        line_no: i64,
-        line: &OrderLine,
-    ) -> Result<(), sqlx::Error>;
-
-    /// The order with this id and its lines, if any.
-    async fn find_order(&self, id: i64) -> Result<Option<Order>, sqlx::Error>;
-}
 
 const INSERT_ORDER: &str = "INSERT INTO orders (customer, status, total_cents, confirmed_at)
     VALUES ($1, $2, $3, $4) RETURNING id";
@@ -37,6 +18,46 @@ const SELECT_LINES: &str = "SELECT sku, product_name, quantity, unit_price_cents
 type OrderRow = (String, i64, DateTime<Utc>);
 type LineRow = (String, String, i64, i64);
 
+/// Inserts the order row; returns the generated id.
+pub(super) async fn insert_order(conn: &mut impl Sql, order: &Order) -> Result<i64, sqlx::Error> {
+    let params = [
+        order.customer().into(),
+        order.status().as_str().into(),
+        order.total().cents().into(),
+        order.confirmed_at().into(),
+    ];
+    let row: Option<(i64,)> = conn.fetch_optional(INSERT_ORDER, &params).await?;
+    row.map(|(id,)| id).ok_or(sqlx::Error::RowNotFound)
+}
+
+/// Inserts line `line_no` of order `order_id`.
+pub(super) async fn insert_line(
+    conn: &mut impl Sql,
+    order_id: i64,
+    line_no: i64,
+    line: &OrderLine,
+) -> Result<(), sqlx::Error> {
+    let params = [
+        order_id.into(),
+        line_no.into(),
+        (&line.sku).into(),
+        (&line.product_name).into(),
+        line.quantity.into(),
+        line.unit_price.cents().into(),
+    ];
+    conn.execute(INSERT_LINE, &params).await
+}
+
+/// The order with this id and its lines, if any.
+pub(super) async fn find_order(db: &impl ShopDb, id: i64) -> Result<Option<Order>, sqlx::Error> {
+    let mut conn = db.acquire().await?;
+    let Some(row) = conn.fetch_optional(SELECT_ORDER, &[id.into()]).await? else {
+        return Ok(None);
+    };
+    let lines = conn.fetch_all(SELECT_LINES, &[id.into()]).await?;
+    Ok(Some(restore(id, row, lines)))
+}
+
 fn restore(id: i64, (customer, total, at): OrderRow, lines: Vec<LineRow>) -> Order {
     let lines = lines
         .into_iter()
@@ -49,58 +70,3 @@ fn restore(id: i64, (customer, total, at): OrderRow, lines: Vec<LineRow>) -> Ord
         .collect();
     Order::restore(id, customer, lines, Money::from_cents(total), at)
 }
-
-macro_rules! implement {
-    ($store:ty) => {
-        #[async_trait]
-        impl OrderRepository for $store {
-            async fn insert_order(
-                conn: &mut Self::Conn,
-                order: &Order,
-            ) -> Result<i64, sqlx::Error> {
-                sqlx::query_scalar(INSERT_ORDER)
-                    .bind(order.customer())
-                    .bind(order.status().as_str())
-                    .bind(order.total().cents())
-                    .bind(order.confirmed_at())
-                    .fetch_one(conn)
-                    .await
-            }
-
-            async fn insert_line(
-                conn: &mut Self::Conn,
-                order_id: i64,
-                line_no: i64,
-                line: &OrderLine,
-            ) -> Result<(), sqlx::Error> {
-                sqlx::query(INSERT_LINE)
-                    .bind(order_id)
-                    .bind(line_no)
-                    .bind(&line.sku)
-                    .bind(&line.product_name)
-                    .bind(line.quantity)
-                    .bind(line.unit_price.cents())
-                    .execute(conn)
-                    .await
-                    .map(drop)
-            }
-
-            async fn find_order(&self, id: i64) -> Result<Option<Order>, sqlx::Error> {
-                let Some(row) = sqlx::query_as::<_, OrderRow>(SELECT_ORDER)
-                    .bind(id)
-                    .fetch_optional(self.pool())
-                    .await?
-                else {
-                    return Ok(None);
-                };
-                let lines = sqlx::query_as::<_, LineRow>(SELECT_LINES)
-                    .bind(id)
-                    .fetch_all(self.pool())
-                    .await?;
-                Ok(Some(restore(id, row, lines)))
-            }
-        }
-    };
-}
-
-for_each_store!(implement);

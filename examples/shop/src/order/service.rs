@@ -6,6 +6,8 @@ use bandeja::Outbox;
 
 use super::command::{OrderError, PlaceOrder};
 use super::model::{Order, OrderLine};
+use super::repository;
+use crate::catalog;
 use crate::ShopDb;
 
 /// Why placing an order failed.
@@ -34,8 +36,7 @@ pub async fn place_order<D: ShopDb>(
     request.validate()?;
     let mut lines = Vec::with_capacity(request.items.len());
     for item in request.items {
-        let product = db
-            .product(&item.sku)
+        let product = catalog::find_product(db, &item.sku)
             .await?
             .ok_or_else(|| OrderError::UnknownProduct(item.sku.chars().take(80).collect()))?;
         lines.push(OrderLine {
@@ -49,9 +50,9 @@ pub async fn place_order<D: ShopDb>(
     let mut order = Order::confirm(&request.customer, lines, Utc::now().trunc_subsecs(6))?;
 
     let mut tx = db.begin_write().await?;
-    let id = D::insert_order(&mut *tx, &order).await?;
+    let id = repository::insert_order(&mut *tx, &order).await?;
     for (line_no, line) in (1..).zip(order.lines()) {
-        D::insert_line(&mut *tx, id, line_no, line).await?;
+        repository::insert_line(&mut *tx, id, line_no, line).await?;
     }
     order.stored_as(id);
     let events = order.drain_events(id)?;
@@ -63,5 +64,5 @@ pub async fn place_order<D: ShopDb>(
 
 /// The order with this id, if any.
 pub async fn find_order<D: ShopDb>(db: &D, id: i64) -> Result<Option<Order>, sqlx::Error> {
-    db.find_order(id).await
+    repository::find_order(db, id).await
 }

@@ -1,7 +1,10 @@
 //! Helpers shared by the shop's integration tests: a temporary directory, the shop binary
 //! as a child process (SIGKILLed on drop, its log printed when the test fails), HTTP calls
-//! and reads of the SQLite file.
+//! and reads of the SQLite file. [`in_process`] runs the shop inside the test instead, for
+//! tests that need no real process.
 #![allow(dead_code)] // each test file uses its own part of the helpers
+
+pub(crate) mod in_process;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read};
@@ -171,18 +174,18 @@ pub(crate) async fn place_order(
     customer: &str,
     items: &[(&str, i64)],
 ) -> Value {
+    let response = post_order(client, shop, &order_body(customer, items)).await;
+    assert_eq!(response.status(), 201, "POST /orders");
+    response.json().await.expect("the order as JSON")
+}
+
+/// The body of `POST /orders`: `customer` orders `items` (sku, quantity).
+pub(crate) fn order_body(customer: &str, items: &[(&str, i64)]) -> Value {
     let items: Vec<Value> = items
         .iter()
         .map(|(sku, quantity)| json!({ "sku": sku, "quantity": quantity }))
         .collect();
-    let response = post_order(
-        client,
-        shop,
-        &json!({ "customer": customer, "items": items }),
-    )
-    .await;
-    assert_eq!(response.status(), 201, "POST /orders");
-    response.json().await.expect("the order as JSON")
+    json!({ "customer": customer, "items": items })
 }
 
 /// The order id of an order answered by the API.
