@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use bandeja_core::config::{format_duration, parse_duration};
 use bandeja_core::transport::wire::{self, WireError, WIRE_VERSION};
-use bandeja_core::{Config, ConfigError, Headers, MessageId, MessageKind, MessageRecord, TenantId};
+use bandeja_core::{
+    Config, ConfigError, ConfigErrorKind, Headers, MessageId, MessageKind, MessageRecord, TenantId,
+};
 use chrono::{DateTime, Utc};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -612,7 +614,7 @@ proptest! {
         match Config::from_toml_str(&text) {
             Ok(config) => prop_assert_eq!(config.validate().ok(), Some(())),
             Err(error) => {
-                let is_validation = matches!(error, ConfigError::InvalidValue { .. });
+                let is_validation = error.kind() == ConfigErrorKind::InvalidValue;
                 prop_assert!(is_validation, "{}", error);
                 let key = named_key(&error).unwrap_or_default();
                 let known = key == "stuck-threshold"
@@ -647,8 +649,9 @@ proptest! {
         let text = toml::to_string(&doc).expect("a table serializes");
         let expected = if parent.is_empty() { name } else { format!("{parent}.{name}") };
         let error = Config::from_toml_str(&text).expect_err("an unknown key is an error");
-        let message = error.to_string();
-        let named = matches!(&error, ConfigError::UnknownKey { key } if *key == expected);
+        let message = error.full_message();
+        let named =
+            error.kind() == ConfigErrorKind::UnknownKey && error.key() == Some(expected.as_str());
         prop_assert!(named, "expected `{}`: {}", expected, message);
         prop_assert!(message.contains("expected one of"), "{}", message);
     }
@@ -726,9 +729,10 @@ proptest! {
         let mut vars: BTreeMap<String, String> = known.into_iter().collect();
         vars.insert(unknown.clone(), value);
         let error = Config::default().apply_env(vars).expect_err("an unknown variable is an error");
-        let named = matches!(&error, ConfigError::UnknownKey { key } if *key == unknown);
+        let named =
+            error.kind() == ConfigErrorKind::UnknownKey && error.key() == Some(unknown.as_str());
         prop_assert!(named, "expected `{}`: {}", unknown, error);
-        prop_assert!(error.to_string().contains("expected one of"), "{}", error);
+        prop_assert!(error.full_message().contains("expected one of"), "{}", error);
     }
 
     /// Any text as a tenant id: accepted exactly when it is 1 to 128 bytes without control
