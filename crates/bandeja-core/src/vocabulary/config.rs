@@ -8,7 +8,8 @@
 //! box ([`BoxKind::defaults`]), [`Staleness::default`] and [`Config::default`].
 //!
 //! Sources, later ones overriding earlier ones:
-//! 1. the settings made in code ([`Config::default`], the setters);
+//! 1. the settings made in code ([`Config::default`], [`Config::development`], the
+//!    setters);
 //! 2. a TOML file ([`Config::from_toml_file`], [`Config::load`]), in the shape of the
 //!    structs (`[events.outbox] batch-size = 100`, `stuck-threshold = "PT5M"`,
 //!    `[commands.topics] billing = "billing.commands"`);
@@ -188,6 +189,23 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The defaults, but every worker starts at once (`polling-initial-delay` zero) and
+    /// polls every 100 ms (`polling-interval`): for examples, tests and a first program,
+    /// where the defaults' 2 to 10 seconds before the first poll look like nothing
+    /// happens. Everything else, leases and retries included, is as in
+    /// [`Config::default`]. Files and variables can still be laid over it
+    /// ([`Config::load_over`]).
+    #[must_use]
+    pub fn development() -> Config {
+        let mut config = Config::default();
+        for group in BoxKind::ALL {
+            let worker = config.group_mut(group);
+            worker.polling_initial_delay = Duration::ZERO;
+            worker.polling_interval = Duration::from_millis(100);
+        }
+        config
+    }
+
     /// The settings of one group.
     #[must_use]
     pub fn group(&self, g: BoxKind) -> &WorkerConfig {
@@ -345,6 +363,28 @@ mod tests {
     }
 
     #[test]
+    fn development_starts_at_once_and_polls_often() {
+        let config = Config::development();
+        for group in BoxKind::ALL {
+            let expected = WorkerConfig {
+                polling_initial_delay: Duration::ZERO,
+                polling_interval: Duration::from_millis(100),
+                ..group.defaults()
+            };
+            assert_eq!(config.group(group), &expected, "{group}");
+        }
+        let rest = Config {
+            events_outbox: BoxKind::OutboxEvents.defaults(),
+            events_inbox: BoxKind::InboxEvents.defaults(),
+            commands_outbox: BoxKind::OutboxCommands.defaults(),
+            commands_inbox: BoxKind::InboxCommands.defaults(),
+            ..config.clone()
+        };
+        assert_eq!(rest, Config::default());
+        assert_eq!(config.validate().ok(), Some(()));
+    }
+
+    #[test]
     fn full_messages_carry_the_cause() {
         let missing =
             std::env::temp_dir().join(format!("bandeja-none-{}.toml", uuid::Uuid::new_v4()));
@@ -394,14 +434,14 @@ mod tests {
 
     #[test]
     fn config_is_serde_data_in_the_file_shape() {
-        let mut config = Config::default().with_command_topic("billing", "billing.commands");
+        let mut config = Config::development().with_command_topic("billing", "billing.commands");
         config.staleness = Staleness::default().enabled(true);
         let text = toml::to_string(&config).map_err(|e| e.to_string());
         let text = text.unwrap_or_default();
         for part in [
             "stuck-threshold = \"PT5M\"",
             "[events.outbox]",
-            "polling-interval = \"PT5S\"",
+            "polling-interval = \"PT0.1S\"",
             "[commands.topics]",
             "billing = \"billing.commands\"",
         ] {
