@@ -3,8 +3,8 @@
 //! monitor.
 //!
 //! The configuration is serde data: one struct per group ([`WorkerConfig`], [`Staleness`]),
-//! every key its field's name in kebab-case, documented on the field. Defaults live in one
-//! place: one function per
+//! every key its field's name in kebab-case, documented on the field (the README's key
+//! reference is generated from those docs). Defaults live in one place: one function per
 //! box ([`BoxKind::defaults`]), [`Staleness::default`] and [`Config::default`].
 //!
 //! Sources, later ones overriding earlier ones:
@@ -70,12 +70,14 @@
 //! with its doc (`#[serde(with = "forms::duration")]` on it if it is a duration), and its
 //! default in the box's defaults (`WorkerConfig::base` or a box's function;
 //! [`Staleness::default`]). The setter, the TOML key, the environment variable (in both
-//! names), the "did you mean" hints and the bound on durations follow from the field. A
-//! rule between keys goes in
+//! names), the "did you mean" hints, the bound on durations and the README's reference
+//! follow from the field; the README's copy is refreshed by
+//! `UPDATE_README=1 cargo test -p bandeja-core readme`. A rule between keys goes in
 //! `validate.rs`. A top-level key also goes in `Document` (`schema.rs`), the file's shape.
 
 /// Declares a configuration struct as written and, beside it, for tests, `FIELD_DOCS`:
-/// each field's name and doc lines. With `setters;` first, also one builder-style setter per field,
+/// each field's name and doc lines (the README's key reference is generated from them,
+/// see `reference.rs`). With `setters;` first, also one builder-style setter per field,
 /// documented by the field's doc. A field's doc comes before its other attributes.
 macro_rules! settings {
     (setters; $(#[$meta:meta])* pub struct $name:ident { $(
@@ -118,6 +120,8 @@ mod error;
 mod forms;
 mod hints;
 mod housekeeping;
+#[cfg(test)]
+mod reference;
 mod schema;
 mod sources;
 mod tree;
@@ -147,31 +151,33 @@ pub const ENV_PREFIX: &str = "BANDEJA_";
 /// filter, configuration file path) and ignored by [`Config::apply_env`].
 pub const RESERVED_ENV_VARS: [&str; 2] = ["BANDEJA_LOG", "BANDEJA_CONFIG"];
 
-/// The whole configuration.
-///
-/// Its serde form is the TOML file's: `stuck-threshold`, `[events.outbox]`,
-/// `[events.inbox]`, `[commands.outbox]`, `[commands.inbox]`, `[commands.topics]`,
-/// `[staleness]`, and the seed's names. Deserializing lays what it reads over
-/// [`Config::default`] (a group's table fills what it leaves out from its box's
-/// defaults) and validates, as [`Config::from_toml_str`] does.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    /// `events.outbox`.
-    pub events_outbox: WorkerConfig,
-    /// `events.inbox`.
-    pub events_inbox: WorkerConfig,
-    /// `commands.outbox`.
-    pub commands_outbox: WorkerConfig,
-    /// `commands.inbox`.
-    pub commands_inbox: WorkerConfig,
-    /// `commands.topics`: the broker topic of each target service of commands, a table
-    /// of target service name → topic.
-    pub command_topics: BTreeMap<String, String>,
-    /// `stuck-threshold`: how long a PENDING row may stay unchanged (since its
-    /// `last_modified_at`) before it is considered stuck (the status reports count it).
-    pub stuck_threshold: Duration,
-    /// `[staleness]`: the monitor that marks forgotten rows FAILED (default: off).
-    pub staleness: Staleness,
+settings! {
+    /// The whole configuration.
+    ///
+    /// Its serde form is the TOML file's: `stuck-threshold`, `[events.outbox]`,
+    /// `[events.inbox]`, `[commands.outbox]`, `[commands.inbox]`, `[commands.topics]`,
+    /// `[staleness]`, and the seed's names. Deserializing lays what it reads over
+    /// [`Config::default`] (a group's table fills what it leaves out from its box's
+    /// defaults) and validates, as [`Config::from_toml_str`] does.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Config {
+        /// `events.outbox`.
+        pub events_outbox: WorkerConfig,
+        /// `events.inbox`.
+        pub events_inbox: WorkerConfig,
+        /// `commands.outbox`.
+        pub commands_outbox: WorkerConfig,
+        /// `commands.inbox`.
+        pub commands_inbox: WorkerConfig,
+        /// `commands.topics`: the broker topic of each target service of commands, a table
+        /// of target service name → topic.
+        pub command_topics: BTreeMap<String, String>,
+        /// `stuck-threshold`: how long a PENDING row may stay unchanged (since its
+        /// `last_modified_at`) before it is considered stuck (the status reports count it).
+        pub stuck_threshold: Duration,
+        /// `[staleness]`: the monitor that marks forgotten rows FAILED (default: off).
+        pub staleness: Staleness,
+    }
 }
 
 impl Default for Config {

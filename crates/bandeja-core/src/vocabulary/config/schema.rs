@@ -226,7 +226,8 @@ pub(super) struct Schema {
 }
 
 /// Every key of the configuration in bandeja's names, in the order of the structs'
-/// fields: the list the environment variables and the "did you mean" hints are made from.
+/// fields: the list the environment variables, the "did you mean" hints and the README's
+/// reference are made from.
 #[must_use]
 pub fn keys() -> &'static [Key] {
     &schema().keys
