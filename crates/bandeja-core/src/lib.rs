@@ -23,7 +23,8 @@ pub use vocabulary::{config, envelope, error, names, record, status, subscriptio
 pub mod conformance;
 
 pub use config::{
-    CompletionMode, Config, ConfigError, Enabled, HandlerTransaction, Staleness, WorkerConfig,
+    CompletionMode, Config, ConfigError, ConfigErrorKind, Enabled, HandlerTransaction, Staleness,
+    WorkerConfig,
 };
 pub use emission::{Outbox, RecordedEvents};
 pub use envelope::{Command, Direction, Event, Headers, MessageId, Payload};

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use bandeja_core::config::{format_duration, parse_duration};
 use bandeja_core::transport::wire::{self, WireError, WIRE_VERSION};
-use bandeja_core::{Config, ConfigError, Headers, MessageId, MessageKind, MessageRecord, TenantId};
+use bandeja_core::{
+    Config, ConfigError, ConfigErrorKind, Headers, MessageId, MessageKind, MessageRecord, TenantId,
+};
 use chrono::{DateTime, Utc};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -241,14 +243,6 @@ const GROUPS: [&str; 4] = [
     "commands.inbox",
 ];
 
-/// The seed's names of the same groups (seed 000, the Java archetype's keys).
-const SEED_GROUPS: [&str; 4] = [
-    "app.events.outbox-processor",
-    "app.events.inbox-processor",
-    "app.commands.outbox-dispatcher",
-    "app.commands.inbox-processor",
-];
-
 /// A valid duration written in one of the accepted forms.
 fn duration_text() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -258,37 +252,55 @@ fn duration_text() -> impl Strategy<Value = String> {
     ]
 }
 
-/// A key of a worker group with a value of the right type (range checks are validation's
-/// business, not the parser's).
+/// A key of a worker group (every key [`bandeja_core::config::keys`] lists) with a value
+/// of the right type (range checks are validation's business, not the parser's).
 fn group_entry() -> impl Strategy<Value = (&'static str, toml::Value)> {
-    let duration =
-        |key: &'static str| duration_text().prop_map(move |d| (key, toml::Value::String(d)));
-    prop_oneof![
-        prop_oneof![
+    prop::sample::select(group_keys())
+        .prop_flat_map(|key| group_value(key).prop_map(move |value| (key, value)))
+}
+
+/// Values of the right type for the group key `key`: a generator per key, or by the type
+/// of its default, or (a key of a type this test does not know yet) its default.
+fn group_value(key: &'static str) -> BoxedStrategy<toml::Value> {
+    let string = |s: &str| toml::Value::String(s.to_owned());
+    let duration = || duration_text().prop_map(toml::Value::String).boxed();
+    let default = toml::Value::try_from(Config::default())
+        .ok()
+        .and_then(|doc| doc.get("events")?.get("inbox")?.get(key).cloned());
+    match (key, default) {
+        ("enabled", _) => prop_oneof![
             any::<bool>().prop_map(toml::Value::Boolean),
-            Just(toml::Value::String("auto".into()))
+            Just(string("auto"))
         ]
-        .prop_map(|v| ("enabled", v)),
-        duration("polling-interval"),
-        duration("polling-initial-delay"),
-        duration("lock-at-least-for"),
-        duration("lock-at-most-for"),
-        (1i64..=10_000).prop_map(|n| ("batch-size", toml::Value::Integer(n))),
-        (0i64..=1_000).prop_map(|n| ("max-retries", toml::Value::Integer(n))),
-        (0i64..=1_000).prop_map(|n| ("max-takeovers", toml::Value::Integer(n))),
-        duration("retry-backoff-initial"),
-        duration("retry-backoff-max"),
-        (1.0f64..10.0).prop_map(|f| ("retry-backoff-multiplier", toml::Value::Float(f))),
-        (0.0f64..=1.0).prop_map(|f| ("retry-jitter", toml::Value::Float(f))),
-        duration("handler-timeout"),
-        any::<bool>().prop_map(|b| ("ordered", toml::Value::Boolean(b))),
-        prop::sample::select(vec!["auto", "message", "batch"])
-            .prop_map(|s| ("handler-transaction", toml::Value::String(s.into()))),
-        prop::sample::select(vec!["update", "delete", "archive"])
-            .prop_map(|s| ("completion-mode", toml::Value::String(s.into()))),
-        prop_oneof![duration_text(), Just("off".to_owned())]
-            .prop_map(|s| ("retention", toml::Value::String(s))),
-    ]
+        .boxed(),
+        ("batch-size", _) => (1i64..=10_000).prop_map(toml::Value::Integer).boxed(),
+        ("max-retries" | "max-takeovers", _) => {
+            (0i64..=1_000).prop_map(toml::Value::Integer).boxed()
+        }
+        ("retry-backoff-multiplier", _) => (1.0f64..10.0).prop_map(toml::Value::Float).boxed(),
+        ("retry-jitter", _) => (0.0f64..=1.0).prop_map(toml::Value::Float).boxed(),
+        ("handler-transaction", _) => prop::sample::select(vec!["auto", "message", "batch"])
+            .prop_map(string)
+            .boxed(),
+        ("completion-mode", _) => prop::sample::select(vec!["update", "delete", "archive"])
+            .prop_map(string)
+            .boxed(),
+        ("retention", _) => prop_oneof![duration_text(), Just("off".to_owned())]
+            .prop_map(toml::Value::String)
+            .boxed(),
+        ("handler-timeouts", _) => {
+            prop::collection::btree_map("[a-z][a-z0-9-]{0,8}", duration_text(), 0..3)
+                .prop_map(|limits| {
+                    let table = limits.into_iter().map(|(k, v)| (k, toml::Value::String(v)));
+                    toml::Value::Table(table.collect())
+                })
+                .boxed()
+        }
+        (_, Some(toml::Value::String(text))) if parse_duration(&text).is_ok() => duration(),
+        (_, Some(toml::Value::Boolean(_))) => any::<bool>().prop_map(toml::Value::Boolean).boxed(),
+        (_, Some(default)) => Just(default).boxed(),
+        (_, None) => panic!("`{key}` has no default in `events.inbox`"),
+    }
 }
 
 fn staleness_entry() -> impl Strategy<Value = (&'static str, toml::Value)> {
@@ -337,26 +349,21 @@ fn table<'a>(doc: &'a mut toml::Table, name: &str) -> &'a mut toml::Table {
         .expect("a table")
 }
 
-const GROUP_KEYS: [&str; 17] = [
-    "enabled",
-    "polling-interval",
-    "polling-initial-delay",
-    "lock-at-least-for",
-    "lock-at-most-for",
-    "batch-size",
-    "max-retries",
-    "max-takeovers",
-    "retry-backoff-initial",
-    "retry-backoff-max",
-    "retry-backoff-multiplier",
-    "retry-jitter",
-    "handler-timeout",
-    "ordered",
-    "handler-transaction",
-    "completion-mode",
-    "retention",
-];
-const STALENESS_KEYS: [&str; 4] = ["enabled", "pending", "processing", "interval"];
+/// The keys of a worker group, from the configuration's own key list.
+fn group_keys() -> Vec<&'static str> {
+    let keys = bandeja_core::config::keys().iter();
+    keys.filter(|k| k.path().starts_with(&["events", "outbox"]))
+        .map(|k| k.path()[2])
+        .collect()
+}
+
+/// The keys of `[staleness]`, likewise.
+fn staleness_keys() -> Vec<&'static str> {
+    let keys = bandeja_core::config::keys().iter();
+    keys.filter(|k| k.path().starts_with(&["staleness"]))
+        .map(|k| k.path()[1])
+        .collect()
+}
 
 /// Where an unknown key goes, and the keys known there.
 fn level_keys(level: usize) -> (&'static str, Vec<&'static str>) {
@@ -367,26 +374,17 @@ fn level_keys(level: usize) -> (&'static str, Vec<&'static str>) {
         ),
         1 => ("events", vec!["outbox", "inbox"]),
         2 => ("commands", vec!["outbox", "inbox", "topics"]),
-        3 => ("staleness", STALENESS_KEYS.to_vec()),
-        n => (GROUPS[n - 4], GROUP_KEYS.to_vec()),
+        3 => ("staleness", staleness_keys()),
+        n => (GROUPS[n - 4], group_keys()),
     }
 }
 
-/// Every variable [`Config::apply_env`] knows.
+/// Every variable [`Config::apply_env`] knows: each key's, in bandeja's names and the seed's.
 fn known_env_vars() -> Vec<String> {
-    let mut names = vec![
-        "BANDEJA_STUCK_THRESHOLD".to_owned(),
-        "BANDEJA_COMMANDS_TOPICS".to_owned(),
-        "BANDEJA_APP_COMMANDS_TOPICS".to_owned(),
-    ];
-    let upper = |s: &str| s.to_ascii_uppercase().replace(['-', '.'], "_");
-    for key in STALENESS_KEYS {
-        names.push(format!("BANDEJA_STALENESS_{}", upper(key)));
-    }
-    for group in GROUPS.into_iter().chain(SEED_GROUPS) {
-        for key in GROUP_KEYS {
-            names.push(format!("BANDEJA_{}_{}", upper(group), upper(key)));
-        }
+    let mut names = Vec::new();
+    for key in bandeja_core::config::keys() {
+        names.push(key.env_var());
+        names.extend(key.seed().map(|seed| seed.env_var()));
     }
     names
 }
@@ -395,6 +393,13 @@ fn known_env_vars() -> Vec<String> {
 fn env_entry() -> impl Strategy<Value = (String, String)> {
     let scalar = |v: &toml::Value| match v {
         toml::Value::String(s) => s.clone(),
+        toml::Value::Table(table) => {
+            let pairs: Vec<String> = table
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect();
+            pairs.join(",")
+        }
         other => other.to_string(),
     };
     prop_oneof![
@@ -612,7 +617,7 @@ proptest! {
         match Config::from_toml_str(&text) {
             Ok(config) => prop_assert_eq!(config.validate().ok(), Some(())),
             Err(error) => {
-                let is_validation = matches!(error, ConfigError::InvalidValue { .. });
+                let is_validation = error.kind() == ConfigErrorKind::InvalidValue;
                 prop_assert!(is_validation, "{}", error);
                 let key = named_key(&error).unwrap_or_default();
                 let known = key == "stuck-threshold"
@@ -647,8 +652,8 @@ proptest! {
         let text = toml::to_string(&doc).expect("a table serializes");
         let expected = if parent.is_empty() { name } else { format!("{parent}.{name}") };
         let error = Config::from_toml_str(&text).expect_err("an unknown key is an error");
-        let message = error.to_string();
-        let named = matches!(&error, ConfigError::UnknownKey { key } if *key == expected);
+        let message = error.full_message();
+        let named = error.kind() == ConfigErrorKind::UnknownKey && error.key() == Some(expected.as_str());
         prop_assert!(named, "expected `{}`: {}", expected, message);
         prop_assert!(message.contains("expected one of"), "{}", message);
     }
@@ -726,9 +731,9 @@ proptest! {
         let mut vars: BTreeMap<String, String> = known.into_iter().collect();
         vars.insert(unknown.clone(), value);
         let error = Config::default().apply_env(vars).expect_err("an unknown variable is an error");
-        let named = matches!(&error, ConfigError::UnknownKey { key } if *key == unknown);
+        let named = error.kind() == ConfigErrorKind::UnknownKey && error.key() == Some(unknown.as_str());
         prop_assert!(named, "expected `{}`: {}", unknown, error);
-        prop_assert!(error.to_string().contains("expected one of"), "{}", error);
+        prop_assert!(error.full_message().contains("expected one of"), "{}", error);
     }
 
     /// Any text as a tenant id: accepted exactly when it is 1 to 128 bytes without control

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::Ping;
-use crate::config::{Config, ConfigError, Enabled};
+use crate::config::{Config, ConfigErrorKind, Enabled};
 use crate::envelope::{Command, Event, MessageId, Payload};
 use crate::error::{Error, HandlerError};
 use crate::processing::{CommandHandler, EventBatchHandler, EventHandler, HandlerContext};
@@ -1178,7 +1178,9 @@ pub async fn per_handler_timeout_mistakes_are_startup_errors<S: Inspect>(store: 
         let error = result.err().expect("build must fail");
         let text = error.to_string();
         match error {
-            Error::Config(ConfigError::InvalidValue { key, .. }) => (key, text),
+            Error::Config(e) if e.kind() == ConfigErrorKind::InvalidValue => {
+                (e.key().unwrap_or_default().to_owned(), text)
+            }
             other => panic!("expected an invalid value, got {other}"),
         }
     };

@@ -15,12 +15,7 @@ use crate::store::Store;
 const KINDS: [MessageKind; 2] = [MessageKind::Event, MessageKind::Command];
 
 fn invalid(key: String, timeout: Duration, reason: String) -> crate::error::Error {
-    ConfigError::InvalidValue {
-        key,
-        value: format_duration(timeout),
-        reason,
-    }
-    .into()
+    ConfigError::invalid_value(key, format_duration(timeout), reason).into()
 }
 
 fn listed(names: &[&str]) -> String {

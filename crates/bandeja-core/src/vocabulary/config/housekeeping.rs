@@ -22,9 +22,11 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::record::BoxKind;
 
-use super::Config;
+use super::{forms, Config};
 
 /// What the statement that completes a row does with it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -113,22 +115,27 @@ impl CompletionModes {
     }
 }
 
-/// The staleness monitor (`[staleness]`), off by default.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Staleness {
-    /// Whether the monitor runs (`staleness.enabled`, default `false`).
-    pub enabled: bool,
-    /// A PENDING row due for longer than this without being claimed, heading its
-    /// partition key, in a box that completed nothing for as long, is marked FAILED
-    /// (`staleness.pending`, default PT1H).
-    pub pending: Duration,
-    /// A PROCESSING row whose lease ran out longer ago than this without being taken
-    /// over, in a box that made no progress for as long, is marked FAILED; one under a
-    /// live lease never is (`staleness.processing`, default PT1H; must exceed every
-    /// `lock-at-most-for`).
-    pub processing: Duration,
-    /// How often the monitor looks (`staleness.interval`, default PT1M).
-    pub interval: Duration,
+settings! {
+    setters;
+    /// The staleness monitor (`[staleness]`), off by default.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default, rename_all = "kebab-case", deny_unknown_fields)]
+    pub struct Staleness {
+        /// Whether the staleness monitor runs.
+        pub enabled: bool,
+        /// A PENDING row due for longer than this without being claimed, heading its
+        /// partition key, in a box that completed nothing for as long, is marked FAILED.
+        #[serde(with = "forms::duration")]
+        pub pending: Duration,
+        /// A PROCESSING row whose lease ran out longer ago than this without being taken
+        /// over, in a box that made no progress for as long, is marked FAILED (one under a
+        /// live lease never is); longer than every `lock-at-most-for`.
+        #[serde(with = "forms::duration")]
+        pub processing: Duration,
+        /// How often the staleness monitor looks.
+        #[serde(with = "forms::duration")]
+        pub interval: Duration,
+    }
 }
 
 impl Default for Staleness {
@@ -141,9 +148,6 @@ impl Default for Staleness {
         }
     }
 }
-
-/// Keys of the `[staleness]` table, in documentation order.
-pub(super) const STALENESS_KEYS: [&str; 4] = ["enabled", "pending", "processing", "interval"];
 
 impl Config {
     /// The completion mode of every box, for [`Store::with_completion`](crate::Store::with_completion).
@@ -160,7 +164,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ConfigError, WorkerConfig};
+    use crate::config::{ConfigError, ConfigErrorKind, WorkerConfig};
 
     fn env(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let vars = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
@@ -169,7 +173,11 @@ mod tests {
 
     fn invalid(result: Result<Config, ConfigError>) -> (String, String, String) {
         match result {
-            Err(ConfigError::InvalidValue { key, value, reason }) => (key, value, reason),
+            Err(e) if e.kind() == ConfigErrorKind::InvalidValue => (
+                e.key().unwrap_or_default().to_owned(),
+                e.value().unwrap_or_default().to_owned(),
+                e.reason().unwrap_or_default().to_owned(),
+            ),
             other => panic!("expected InvalidValue, got {other:?}"),
         }
     }
@@ -327,8 +335,8 @@ mod tests {
     #[test]
     fn unknown_staleness_keys_are_named() {
         match Config::from_toml_str("[staleness]\npendng = \"1h\"") {
-            Err(e @ ConfigError::UnknownKey { .. }) => {
-                let message = e.to_string();
+            Err(e) if e.kind() == ConfigErrorKind::UnknownKey => {
+                let message = e.full_message();
                 assert!(message.contains("`staleness.pendng`"), "{message}");
                 assert!(
                     message.contains("did you mean `staleness.pending`?"),
@@ -338,8 +346,8 @@ mod tests {
             other => panic!("expected UnknownKey, got {other:?}"),
         }
         match env(&[("BANDEJA_STALENESS_PENDNG", "1h")]) {
-            Err(e @ ConfigError::UnknownKey { .. }) => {
-                let message = e.to_string();
+            Err(e) if e.kind() == ConfigErrorKind::UnknownKey => {
+                let message = e.full_message();
                 assert!(message.contains("BANDEJA_STALENESS_PENDING"), "{message}");
             }
             other => panic!("expected UnknownKey, got {other:?}"),

@@ -1,630 +1,385 @@
-//! Reading the configuration from TOML documents and `BANDEJA_` environment variables.
+//! The sources of the configuration: TOML documents (a file, a string) and `BANDEJA_`
+//! environment variables, each turned into settings in bandeja's names (the seed's names
+//! renamed), laid over the configuration below them and read once; errors name the key as
+//! its source wrote it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::str::FromStr;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 use toml::Value;
 
-use crate::config::{CompletionMode, HandlerTransaction};
+use super::hints::{self, dotted};
+use super::schema::{keys, read, seed_names, tree_of, Key};
+use super::tree::{Node, ReadError};
+use super::{Config, ConfigError, ConfigErrorKind, ENV_PREFIX, RESERVED_ENV_VARS};
 
-use super::housekeeping::STALENESS_KEYS;
-use super::{
-    parse_bool, parse_duration, BoxKind, Config, ConfigError, Enabled, WorkerConfig, ENV_PREFIX,
-    MAX_BATCH_SIZE, MAX_RETRIES_LIMIT, RESERVED_ENV_VARS,
-};
-
-/// Keys of a worker group table, in documentation order.
-const GROUP_KEYS: [&str; 18] = [
-    "enabled",
-    "polling-interval",
-    "polling-initial-delay",
-    "lock-at-least-for",
-    "lock-at-most-for",
-    "batch-size",
-    "max-retries",
-    "max-takeovers",
-    "retry-backoff-initial",
-    "retry-backoff-max",
-    "retry-backoff-multiplier",
-    "retry-jitter",
-    "handler-timeout",
-    "handler-timeouts",
-    "ordered",
-    "handler-transaction",
-    "completion-mode",
-    "retention",
-];
-const ROOT_KEYS: [&str; 5] = [
-    "stuck-threshold",
-    "events",
-    "commands",
-    "staleness",
-    SEED_ROOT,
-];
-pub(super) const STALENESS: &str = "staleness";
-pub(super) const TOPICS_KEY: &str = "commands.topics";
-/// The table of seed 000's names (the Java archetype's `application.yml` keys).
-const SEED_ROOT: &str = "app";
-/// Seed 000's name of `commands.topics`.
-const SEED_TOPICS_KEY: &str = "app.commands.topics";
-/// The sections of `app`, and the keys of each (seed 000's group names).
-const SEED_EVENTS_KEYS: [&str; 2] = ["outbox-processor", "inbox-processor"];
-const SEED_COMMANDS_KEYS: [&str; 3] = ["outbox-dispatcher", "inbox-processor", "topics"];
-const DURATION_HINT: &str = "expected a duration like `PT5S` or `5s`";
-
-/// What one source (a file, or the environment) set: for each setting, by its dotted key
-/// in bandeja's names (`events.outbox.batch-size`, `commands.topics.billing`,
-/// `stuck-threshold`), the name it was written under and its value. Used to refuse one
-/// setting written under both its names with different values, and to say which file a
-/// validation error comes from.
-#[derive(Debug, Default)]
-pub(super) struct Written {
-    settings: BTreeMap<String, WrittenAs>,
-}
-
-#[derive(Debug)]
-struct WrittenAs {
-    /// The key or variable, as written.
-    key: String,
-    /// The value, as written.
+/// One setting a source made.
+#[derive(Debug, Clone)]
+struct Setting {
+    /// Where, in bandeja's names (`events.outbox.batch-size`).
+    path: Vec<String>,
+    /// As written: the TOML key's path (perhaps in the seed's names), or the variable.
+    written: Vec<String>,
+    /// The value as written, for messages.
     shown: String,
-    /// The value as read, comparable across spellings (`5s` and `PT5S` are equal).
-    read: String,
+    node: Node,
+    /// Whether it replaces a table there instead of being merged into it.
+    whole: bool,
 }
 
-impl Written {
-    /// Records that `key` set the setting `canonical` (its value written as `shown`, read
-    /// as `read`); an error if the source already set it under its other name to
-    /// something else.
-    fn note(
-        &mut self,
-        canonical: String,
-        key: &str,
-        shown: String,
-        read: String,
-    ) -> Result<(), ConfigError> {
-        if let Some(earlier) = self.settings.get(&canonical) {
-            if earlier.read != read {
-                return Err(ConfigError::Conflict {
-                    key: earlier.key.clone(),
-                    value: earlier.shown.clone(),
-                    other_key: key.to_owned(),
-                    other_value: shown,
-                });
-            }
-            return Ok(());
+/// The settings of one file, string or environment.
+#[derive(Debug)]
+pub(super) struct Source {
+    /// The file they are in, named by errors about them.
+    file: Option<PathBuf>,
+    /// Whether they are environment variables (named by their variable).
+    env: bool,
+    settings: Vec<Setting>,
+}
+
+/// How a table is written in one variable: `name=value` pairs; the words name them in
+/// errors.
+struct Pairs {
+    name: &'static str,
+    value: &'static str,
+    value_required: bool,
+}
+
+fn pairs_of(key: &Key) -> Pairs {
+    let (name, value, value_required) = match key.path().last().copied() {
+        Some("topics") => ("service", "topic", true),
+        Some("handler-timeouts") => ("subscriber", "duration", false),
+        _ => ("name", "value", false),
+    };
+    Pairs {
+        name,
+        value,
+        value_required,
+    }
+}
+
+impl Source {
+    /// The TOML document `text`; `origin` names it in syntax errors.
+    pub(super) fn toml_text(
+        text: &str,
+        origin: &str,
+        file: Option<&Path>,
+    ) -> Result<Source, ConfigError> {
+        let root: toml::Table =
+            toml::from_str(text).map_err(|e| ConfigError::parse(origin, file, e))?;
+        Source::toml_value(Value::Table(root), file)
+    }
+
+    /// The TOML file at `path`.
+    pub(super) fn toml_file(path: &Path) -> Result<Source, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::io(path, e))?;
+        Source::toml_text(&text, &path.display().to_string(), Some(path))
+    }
+
+    /// A TOML document already parsed.
+    pub(super) fn toml_value(root: Value, file: Option<&Path>) -> Result<Source, ConfigError> {
+        let mut source = Source {
+            file: file.map(Path::to_path_buf),
+            env: false,
+            settings: Vec::new(),
+        };
+        if !root.is_table() {
+            let reason = "expected a table of configuration keys";
+            return Err(ConfigError::invalid_value(
+                "(the configuration)",
+                shown(&root),
+                reason,
+            ));
         }
-        let key = key.to_owned();
-        self.settings
-            .insert(canonical, WrittenAs { key, shown, read });
+        let flat = source.flatten(&mut Vec::new(), root);
+        flat.and_then(|()| source.check_conflicts())
+            .map_err(|e| source.locate(e))?;
+        Ok(source)
+    }
+
+    /// The `BANDEJA_` variables of `vars` (the reserved ones and others ignored), in name
+    /// order, so that the first error reported does not depend on the environment's order.
+    pub(super) fn env<I: IntoIterator<Item = (String, String)>>(
+        vars: I,
+    ) -> Result<Source, ConfigError> {
+        let mut ours: Vec<(String, String)> = vars
+            .into_iter()
+            .filter(|(name, _)| {
+                name.starts_with(ENV_PREFIX) && !RESERVED_ENV_VARS.contains(&name.as_str())
+            })
+            .collect();
+        ours.sort();
+        let mut known: BTreeMap<String, &Key> = BTreeMap::new();
+        for key in keys() {
+            known.insert(key.env_var(), key);
+            if let Some(seed) = key.seed() {
+                known.insert(seed.env_var(), key);
+            }
+        }
+        let mut source = Source {
+            file: None,
+            env: true,
+            settings: Vec::new(),
+        };
+        for (name, value) in ours {
+            let key = known.get(&name).ok_or_else(|| hints::unknown_var(&name))?;
+            let node = if key.is_table() {
+                env_table(&name, &value, &pairs_of(key))?
+            } else {
+                Node::Text(value.clone())
+            };
+            source.settings.push(Setting {
+                path: key.path().iter().map(|p| (*p).to_owned()).collect(),
+                written: vec![name],
+                shown: value,
+                node,
+                whole: true,
+            });
+        }
+        source.check_conflicts()?;
+        Ok(source)
+    }
+
+    /// Adds the values and empty tables of `value` (at `written`) as settings.
+    fn flatten(&mut self, written: &mut Vec<String>, value: Value) -> Result<(), ConfigError> {
+        match value {
+            Value::Table(table) if !table.is_empty() || written.is_empty() => {
+                for (name, value) in table {
+                    written.push(name);
+                    self.flatten(written, value)?;
+                    written.pop();
+                }
+                Ok(())
+            }
+            value => {
+                let Some(path) = canonical(written, &value)? else {
+                    return Ok(());
+                };
+                let table = value.is_table();
+                self.settings.push(Setting {
+                    path,
+                    written: written.clone(),
+                    shown: shown(&value),
+                    node: Node::from(value),
+                    whole: !table,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// One setting written under both its names with values that differ once read (`5s`
+    /// and `PT5S` do not) is an error naming both.
+    fn check_conflicts(&self) -> Result<(), ConfigError> {
+        for (i, a) in self.settings.iter().enumerate() {
+            for b in &self.settings[i + 1..] {
+                if a.path != b.path || a.written == b.written {
+                    continue;
+                }
+                if self.alone(a)? != self.alone(b)? {
+                    return Err(ConfigError::conflict(
+                        dotted(&a.written),
+                        a.shown.clone(),
+                        dotted(&b.written),
+                        b.shown.clone(),
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
-    /// Whether this source set `key` (a dotted key in bandeja's names), a setting below it
-    /// or the table above it; with the name it wrote for `key` when it set exactly `key`
-    /// or a table above it (`events.inbox.handler-timeouts` for
-    /// `events.inbox.handler-timeouts.slow`).
-    fn lookup(&self, key: &str) -> Option<Option<String>> {
-        let below = |outer: &str, inner: &str| {
-            inner
-                .strip_prefix(outer)
-                .is_some_and(|rest| rest.starts_with('.'))
+    /// The defaults with `setting` alone laid over them.
+    fn alone(&self, setting: &Setting) -> Result<Config, ConfigError> {
+        let one = Source {
+            file: None,
+            env: self.env,
+            settings: vec![setting.clone()],
         };
-        for (canonical, written) in &self.settings {
-            if canonical == key || below(canonical, key) {
-                let rest = &key[canonical.len()..];
-                let renamed = (!written.key.starts_with(ENV_PREFIX))
-                    .then(|| format!("{}{rest}", written.key));
-                return Some(renamed);
-            }
-            if below(key, canonical) {
-                return Some(None);
-            }
-        }
-        None
+        overlay(Config::default(), &[one])
     }
-}
 
-/// A validation error (found once every source was applied) made to say where the setting
-/// came from: when the file (`path`) set the key it names and the environment did not,
-/// the error names the key as the file wrote it (its seed name, if the file used that)
-/// and is wrapped in [`ConfigError::InFile`].
-pub(super) fn attribute(
-    error: ConfigError,
-    path: Option<&Path>,
-    file: &Written,
-    env: &Written,
-) -> ConfigError {
-    let ConfigError::InvalidValue { key, value, reason } = error else {
-        return error;
-    };
-    if env.lookup(&key).is_some() {
-        return ConfigError::InvalidValue { key, value, reason };
-    }
-    let Some(renamed) = file.lookup(&key) else {
-        return ConfigError::InvalidValue { key, value, reason };
-    };
-    let key = renamed.unwrap_or(key);
-    let error = ConfigError::InvalidValue { key, value, reason };
-    match path {
-        Some(path) => ConfigError::InFile {
-            path: path.to_path_buf(),
-            error: Box::new(error),
-        },
-        None => error,
-    }
-}
-
-/// The group a dotted key names, in bandeja's names or the seed's.
-fn group_named(key: &str) -> Option<BoxKind> {
-    BoxKind::ALL
-        .into_iter()
-        .find(|g| g.key() == key || g.seed_key() == key)
-}
-
-/// Sets a group's field and records it in `written` (refusing the same setting written
-/// under its other name with another value).
-fn set_group_field(
-    config: &mut Config,
-    written: &mut Written,
-    group: BoxKind,
-    field: &str,
-    raw: Raw<'_>,
-    key: &str,
-) -> Result<(), ConfigError> {
-    // The field alone on the group's defaults: two spellings of one value compare equal.
-    let mut alone = group.defaults();
-    set_field(&mut alone, field, raw, key)?;
-    written.note(
-        join(group.key(), field),
-        key,
-        raw.shown(),
-        format!("{alone:?}"),
-    )?;
-    set_field(config.group_mut(group), field, raw, key)
-}
-
-/// Overlays a parsed TOML document; keys are checked, values converted, nothing validated.
-fn overlay_toml(config: &mut Config, root: &toml::Table) -> Result<Written, ConfigError> {
-    let mut written = Written::default();
-    for (name, value) in root {
-        match name.as_str() {
-            "stuck-threshold" => {
-                let raw = Raw::Toml(value);
-                config.stuck_threshold = raw.duration(name)?;
-                let read = format!("{:?}", config.stuck_threshold);
-                written.note(name.clone(), name, raw.shown(), read)?;
-            }
-            STALENESS => {
-                for (field, value) in as_table(value, name)? {
-                    let key = join(name, field);
-                    set_staleness(config, field, Raw::Toml(value), &key)?;
-                    written.note(key.clone(), &key, Raw::Toml(value).shown(), String::new())?;
-                }
-            }
-            "events" | "commands" => overlay_section(config, &mut written, name, value)?,
-            SEED_ROOT => {
-                for (section, value) in as_table(value, name)? {
-                    let key = join(name, section);
-                    match section.as_str() {
-                        "events" | "commands" => {
-                            overlay_section(config, &mut written, &key, value)?;
-                        }
-                        _ => return Err(unknown(key)),
-                    }
-                }
-            }
-            _ => return Err(unknown(join("", name))),
+    /// `error`, found in this source: naming its file, if it has one.
+    fn locate(&self, error: ConfigError) -> ConfigError {
+        match &self.file {
+            Some(path) if error.file().is_none() => error.in_file(path),
+            _ => error,
         }
     }
-    Ok(written)
-}
 
-/// Overlays `events` or `commands` (`section`), in bandeja's names, or `app.events` or
-/// `app.commands`, in the seed's.
-fn overlay_section(
-    config: &mut Config,
-    written: &mut Written,
-    section: &str,
-    value: &Value,
-) -> Result<(), ConfigError> {
-    for (sub, value) in as_table(value, section)? {
-        let key = join(section, sub);
-        if key == TOPICS_KEY || key == SEED_TOPICS_KEY {
-            for (service, topic) in as_table(value, &key)? {
-                let entry = join(&key, service);
-                let Value::String(topic) = topic else {
-                    return Err(Raw::Toml(topic).invalid(&entry, "expected a topic name string"));
-                };
-                let canonical = join(TOPICS_KEY, service);
-                written.note(canonical, &entry, topic.clone(), topic.clone())?;
-                config.command_topics.insert(service.clone(), topic.clone());
+    /// How this source wrote the key at `path`, and the value it wrote there: a setting at
+    /// `path` or above it (the last one wins), or else one below it.
+    fn find(&self, path: &[String]) -> Option<(Vec<String>, String)> {
+        let written = |s: &Setting, shared: usize| -> Vec<String> {
+            if self.env {
+                return s.written.clone();
             }
-            continue;
+            let cut = s.written.len().saturating_sub(s.path.len() - shared);
+            s.written[..cut]
+                .iter()
+                .chain(&path[shared..])
+                .cloned()
+                .collect()
+        };
+        let above = self
+            .settings
+            .iter()
+            .rev()
+            .find(|s| path.starts_with(&s.path));
+        if let Some(s) = above {
+            return Some((written(s, s.path.len()), s.shown.clone()));
         }
-        let group = group_named(&key).ok_or_else(|| unknown(key.clone()))?;
-        for (field, value) in as_table(value, &key)? {
-            let field_key = join(&key, field);
-            set_group_field(config, written, group, field, Raw::Toml(value), &field_key)?;
-        }
+        let below = self
+            .settings
+            .iter()
+            .rev()
+            .find(|s| s.path.starts_with(path));
+        below.map(|s| (written(s, path.len()), "<table>".to_owned()))
     }
-    Ok(())
-}
 
-/// Overlays the `BANDEJA_` variables of `vars` in name order (so the first error reported
-/// does not depend on the environment's order); nothing validated.
-pub(super) fn overlay_env<I: IntoIterator<Item = (String, String)>>(
-    config: &mut Config,
-    vars: I,
-) -> Result<Written, ConfigError> {
-    let mut ours: Vec<(String, String)> = vars
-        .into_iter()
-        .filter(|(name, _)| {
-            name.starts_with(ENV_PREFIX) && !RESERVED_ENV_VARS.contains(&name.as_str())
+    /// [`Source::find`] for a dotted key in bandeja's names (as validation names them):
+    /// the key as this source wrote it.
+    fn find_dotted(&self, key: &str) -> Option<String> {
+        let written = |s: &Setting, shared: usize| {
+            let cut = s.written.len().saturating_sub(s.path.len() - shared);
+            dotted(&s.written[..cut])
+        };
+        let above = self.settings.iter().rev().find_map(|s| {
+            let rest = key.strip_prefix(dotted(&s.path).as_str())?;
+            let at = rest.is_empty() || rest.starts_with('.');
+            at.then(|| format!("{}{rest}", written(s, s.path.len())))
+        });
+        above.or_else(|| {
+            self.settings.iter().rev().find_map(|s| {
+                let shared = (1..s.path.len()).find(|n| dotted(&s.path[..*n]) == key)?;
+                Some(written(s, shared))
+            })
         })
-        .collect();
-    ours.sort();
-    let mut written = Written::default();
-    for (name, value) in &ours {
-        let rest = name.strip_prefix(ENV_PREFIX).unwrap_or(name);
-        match rest {
-            "STUCK_THRESHOLD" => {
-                config.stuck_threshold = Raw::Env(value).duration(name)?;
-                let read = format!("{:?}", config.stuck_threshold);
-                written.note("stuck-threshold".to_owned(), name, value.clone(), read)?;
-            }
-            "COMMANDS_TOPICS" | "APP_COMMANDS_TOPICS" => {
-                let topics = parse_topics(name, value)?;
-                let read = format!("{topics:?}");
-                written.note(TOPICS_KEY.to_owned(), name, value.clone(), read)?;
-                config.command_topics = topics;
-            }
-            _ if rest.starts_with("STALENESS_") => {
-                let part = rest.trim_start_matches("STALENESS_");
-                let field = STALENESS_KEYS.into_iter().find(|k| env_key(k) == part);
-                let field = field.ok_or_else(|| unknown(name.clone()))?;
-                set_staleness(config, field, Raw::Env(value), name)?;
-                let key = join(STALENESS, field);
-                written.note(key, name, value.clone(), String::new())?;
-            }
-            _ => {
-                let target = BoxKind::ALL.into_iter().find_map(|g| {
-                    let part = [env_group(g), env_seed_group(g)]
-                        .iter()
-                        .find_map(|prefix| rest.strip_prefix(prefix.as_str())?.strip_prefix('_'))?;
-                    GROUP_KEYS
-                        .into_iter()
-                        .find(|k| env_key(k) == part)
-                        .map(|field| (g, field))
-                });
-                let (group, field) = target.ok_or_else(|| unknown(name.clone()))?;
-                set_group_field(config, &mut written, group, field, Raw::Env(value), name)?;
-            }
-        }
     }
-    Ok(written)
 }
 
-/// A value from TOML or from an environment variable.
-#[derive(Clone, Copy)]
-enum Raw<'a> {
-    Toml(&'a Value),
-    Env(&'a str),
+/// `written` in bandeja's names: the seed's names renamed. `None` for an empty table on
+/// the way to the seed's names (`[app]`); an error for any other key under `app`.
+fn canonical(written: &[String], value: &Value) -> Result<Option<Vec<String>>, ConfigError> {
+    if written.first().map(String::as_str) != Some("app") {
+        return Ok(Some(written.to_vec()));
+    }
+    let mut depth = 0;
+    for (seed, ours) in seed_names() {
+        let seed: Vec<&str> = seed.split('.').collect();
+        if written.len() >= seed.len() && written[..seed.len()] == seed[..] {
+            let tail = written[seed.len()..].iter().cloned();
+            return Ok(Some(
+                ours.split('.').map(str::to_owned).chain(tail).collect(),
+            ));
+        }
+        let shared = seed.iter().zip(written).take_while(|(a, b)| **a == **b);
+        depth = depth.max(shared.count());
+    }
+    if depth < written.len() {
+        return Err(hints::unknown_seed_key(written, depth));
+    }
+    match value {
+        Value::Table(_) => Ok(None),
+        other => Err(ConfigError::invalid_value(
+            dotted(written),
+            shown(other),
+            "expected a table",
+        )),
+    }
 }
 
-impl<'a> Raw<'a> {
-    /// The value as written, for messages.
-    fn shown(self) -> String {
-        match self {
-            Raw::Env(s) => s.to_owned(),
-            Raw::Toml(Value::String(s)) => s.clone(),
-            Raw::Toml(Value::Table(_)) => "<table>".to_owned(),
-            Raw::Toml(other) => other.to_string(),
-        }
+/// A TOML value as written, for messages.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Table(_) => "<table>".to_owned(),
+        other => other.to_string(),
     }
+}
 
-    fn invalid(self, key: &str, reason: impl Into<String>) -> ConfigError {
-        invalid(key, &self.shown(), reason)
-    }
-
-    /// The text of an environment variable or of a TOML string.
-    fn text(self) -> Option<&'a str> {
-        match self {
-            Raw::Env(s) => Some(s),
-            Raw::Toml(Value::String(s)) => Some(s),
-            Raw::Toml(_) => None,
-        }
-    }
-
-    fn duration(self, key: &str) -> Result<Duration, ConfigError> {
-        let Some(text) = self.text() else {
-            let reason = match self {
-                Raw::Toml(Value::Integer(_) | Value::Float(_)) => {
-                    format!("{DURATION_HINT}, as a string: a bare number has no unit")
-                }
-                _ => DURATION_HINT.to_owned(),
+/// A table written in the variable `var`: `name=value` pairs separated by commas (blank
+/// entries skipped).
+fn env_table(var: &str, value: &str, words: &Pairs) -> Result<Node, ConfigError> {
+    let mut table = BTreeMap::new();
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let bad = |reason: String| {
+            let (name, value_word) = (words.name, words.value);
+            let reason = format!(
+                "{reason} in `{entry}`; expected `{name}={value_word}` pairs separated by commas"
+            );
+            ConfigError::invalid_value(var, value, reason)
+        };
+        let (name, text) = entry
+            .split_once('=')
+            .ok_or_else(|| bad("missing `=`".to_owned()))?;
+        let (name, text) = (name.trim(), text.trim());
+        if name.is_empty() || (words.value_required && text.is_empty()) {
+            let what = if words.value_required {
+                format!("{} or {}", words.name, words.value)
+            } else {
+                words.name.to_owned()
             };
-            return Err(self.invalid(key, reason));
-        };
-        parse_duration(text).map_err(|e| self.invalid(key, format!("{DURATION_HINT} ({e})")))
-    }
-
-    fn integer<T: TryFrom<i64> + FromStr>(self, key: &str, range: &str) -> Result<T, ConfigError> {
-        let parsed = match self {
-            Raw::Toml(Value::Integer(i)) => T::try_from(*i).ok(),
-            Raw::Env(s) => s.trim().parse().ok(),
-            Raw::Toml(_) => None,
-        };
-        parsed.ok_or_else(|| self.invalid(key, format!("expected an integer {range}")))
-    }
-
-    fn float(self, key: &str) -> Result<f64, ConfigError> {
-        let parsed = match self {
-            Raw::Toml(Value::Float(f)) => Some(*f),
-            Raw::Toml(Value::Integer(i)) => Some(*i as f64),
-            Raw::Env(s) => s.trim().parse().ok(),
-            Raw::Toml(_) => None,
-        };
-        parsed.ok_or_else(|| self.invalid(key, "expected a number"))
-    }
-
-    /// A duration, or `off` for none.
-    fn optional_duration(self, key: &str) -> Result<Option<Duration>, ConfigError> {
-        match self.text() {
-            Some(text) if text.trim().eq_ignore_ascii_case("off") => Ok(None),
-            _ => self.duration(key).map(Some).map_err(|e| match e {
-                ConfigError::InvalidValue { key, value, reason } => ConfigError::InvalidValue {
-                    key,
-                    value,
-                    reason: format!("{reason}, or `off`"),
-                },
-                other => other,
-            }),
+            return Err(bad(format!("empty {what} name")));
+        }
+        if table
+            .insert(name.to_owned(), Node::Text(text.to_owned()))
+            .is_some()
+        {
+            return Err(bad(format!("{} listed twice", words.name)));
         }
     }
+    Ok(Node::Table(table))
+}
 
-    /// `handler-timeouts`: a TOML table of subscriber → duration, or in the environment
-    /// `name=duration` pairs separated by commas (blank entries skipped).
-    fn timeouts(self, key: &str) -> Result<BTreeMap<String, Duration>, ConfigError> {
-        let mut timeouts = BTreeMap::new();
-        match self {
-            Raw::Toml(Value::Table(table)) => {
-                for (subscriber, value) in table {
-                    let duration = Raw::Toml(value).duration(&join(key, subscriber))?;
-                    timeouts.insert(subscriber.clone(), duration);
-                }
+/// `base` with the settings of `sources` laid over it in order, read (not validated).
+fn overlay(base: Config, sources: &[Source]) -> Result<Config, ConfigError> {
+    let mut tree = tree_of(base)?;
+    for setting in sources.iter().flat_map(|s| &s.settings) {
+        tree.set(&setting.path, setting.node.clone(), setting.whole);
+    }
+    read(tree).map_err(|(path, error)| {
+        let found = sources
+            .iter()
+            .rev()
+            .find_map(|source| Some((source, source.find(&path)?)));
+        let (written, shown) = match &found {
+            Some((_, (written, shown))) => (written.clone(), shown.clone()),
+            None => (path.clone(), String::new()),
+        };
+        let error = match error {
+            ReadError::Unknown { expected } => hints::unknown_key(&written, expected),
+            ReadError::Invalid(reason) => {
+                ConfigError::invalid_value(dotted(&written), shown, reason)
             }
-            Raw::Toml(_) => {
-                return Err(self.invalid(
-                    key,
-                    "expected a table of subscriber = duration, like `[events.inbox.handler-timeouts]` then `notification = \"PT10S\"`",
-                ))
-            }
-            Raw::Env(value) => {
-                for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-                    let bad = |reason: String| {
-                        self.invalid(
-                            key,
-                            format!("{reason} in `{entry}`; expected `subscriber=duration` pairs separated by commas"),
-                        )
-                    };
-                    let (subscriber, text) = entry
-                        .split_once('=')
-                        .ok_or_else(|| bad("missing `=`".to_owned()))?;
-                    let subscriber = subscriber.trim();
-                    if subscriber.is_empty() {
-                        return Err(bad("empty subscriber name".to_owned()));
-                    }
-                    let duration = parse_duration(text.trim())
-                        .map_err(|e| bad(format!("{DURATION_HINT} ({e})")))?;
-                    if timeouts.insert(subscriber.to_owned(), duration).is_some() {
-                        return Err(bad("subscriber listed twice".to_owned()));
-                    }
-                }
-            }
-        }
-        Ok(timeouts)
-    }
-
-    fn completion_mode(self, key: &str) -> Result<CompletionMode, ConfigError> {
-        self.text()
-            .and_then(|t| t.parse().ok())
-            .ok_or_else(|| self.invalid(key, "expected `update`, `delete` or `archive`"))
-    }
-
-    fn handler_transaction(self, key: &str) -> Result<HandlerTransaction, ConfigError> {
-        self.text()
-            .and_then(|t| t.parse().ok())
-            .ok_or_else(|| self.invalid(key, "expected `auto`, `message` or `batch`"))
-    }
-
-    fn boolean(self, key: &str) -> Result<bool, ConfigError> {
-        let parsed = match self {
-            Raw::Toml(Value::Boolean(b)) => Some(*b),
-            Raw::Env(s) => parse_bool(s),
-            Raw::Toml(_) => None,
         };
-        parsed.ok_or_else(|| self.invalid(key, "expected `true` or `false`"))
-    }
-
-    fn enabled(self, key: &str) -> Result<Enabled, ConfigError> {
-        match (self, self.text()) {
-            (Raw::Toml(Value::Boolean(true)), _) => Ok(Enabled::On),
-            (Raw::Toml(Value::Boolean(false)), _) => Ok(Enabled::Off),
-            (_, Some(text)) => text.parse().map_err(|e: String| self.invalid(key, e)),
-            _ => Err(self.invalid(key, "expected `true`, `false` or `\"auto\"`")),
+        match found {
+            Some((source, _)) => source.locate(error),
+            None => error,
         }
-    }
-}
-
-/// Sets the field named by the TOML key `field`; `key` is what errors name.
-fn set_field(
-    c: &mut WorkerConfig,
-    field: &str,
-    raw: Raw<'_>,
-    key: &str,
-) -> Result<(), ConfigError> {
-    match field {
-        "enabled" => c.enabled = raw.enabled(key)?,
-        "polling-interval" => c.polling_interval = raw.duration(key)?,
-        "polling-initial-delay" => c.polling_initial_delay = raw.duration(key)?,
-        "lock-at-least-for" => c.lock_at_least_for = raw.duration(key)?,
-        "lock-at-most-for" => c.lock_at_most_for = raw.duration(key)?,
-        "batch-size" => {
-            c.batch_size = raw.integer(key, &format!("between 1 and {MAX_BATCH_SIZE}"))?
-        }
-        "max-retries" => {
-            c.max_retries = raw.integer(key, &format!("between 0 and {MAX_RETRIES_LIMIT}"))?
-        }
-        "max-takeovers" => {
-            c.max_takeovers = raw.integer(key, &format!("between 0 and {MAX_RETRIES_LIMIT}"))?
-        }
-        "retry-backoff-initial" => c.retry_backoff_initial = raw.duration(key)?,
-        "retry-backoff-max" => c.retry_backoff_max = raw.duration(key)?,
-        "retry-backoff-multiplier" => c.retry_backoff_multiplier = raw.float(key)?,
-        "retry-jitter" => c.retry_jitter = raw.float(key)?,
-        "handler-timeout" => c.handler_timeout = raw.duration(key)?,
-        "handler-timeouts" => c.handler_timeouts = raw.timeouts(key)?,
-        "ordered" => c.ordered = raw.boolean(key)?,
-        "handler-transaction" => c.handler_transaction = raw.handler_transaction(key)?,
-        "completion-mode" => c.completion_mode = raw.completion_mode(key)?,
-        "retention" => c.retention = raw.optional_duration(key)?,
-        _ => return Err(unknown(key.to_owned())),
-    }
-    Ok(())
-}
-
-/// Sets the `[staleness]` field named by the TOML key `field`; `key` is what errors name.
-fn set_staleness(
-    config: &mut Config,
-    field: &str,
-    raw: Raw<'_>,
-    key: &str,
-) -> Result<(), ConfigError> {
-    let s = &mut config.staleness;
-    match field {
-        "enabled" => s.enabled = raw.boolean(key)?,
-        "pending" => s.pending = raw.duration(key)?,
-        "processing" => s.processing = raw.duration(key)?,
-        "interval" => s.interval = raw.duration(key)?,
-        _ => return Err(unknown(key.to_owned())),
-    }
-    Ok(())
-}
-
-fn unknown(key: String) -> ConfigError {
-    ConfigError::UnknownKey { key }
-}
-
-pub(super) fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        reason: reason.into(),
-    }
-}
-
-/// Overlays the TOML document `text` on `config` (not validated); `origin` is named by
-/// syntax errors.
-pub(super) fn overlay_toml_text(
-    config: &mut Config,
-    text: &str,
-    origin: &str,
-) -> Result<Written, ConfigError> {
-    let root: toml::Table = toml::from_str(text).map_err(|source| ConfigError::Parse {
-        path_or_origin: origin.to_owned(),
-        source,
-    })?;
-    overlay_toml(config, &root)
-}
-
-/// Overlays the TOML file at `path` on `config` (not validated). An unknown key, a bad
-/// value or a conflict is [`ConfigError::InFile`]; syntax and I/O errors name the file
-/// themselves.
-pub(super) fn read_toml_file(config: &mut Config, path: &Path) -> Result<Written, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    overlay_toml_text(config, &text, &path.display().to_string()).map_err(|error| match error {
-        ConfigError::Parse { .. } | ConfigError::Io { .. } | ConfigError::InFile { .. } => error,
-        other => ConfigError::InFile {
-            path: path.to_path_buf(),
-            error: Box::new(other),
-        },
     })
 }
 
-/// The group part of environment variables: `EVENTS_OUTBOX` for `events.outbox`.
-fn env_group(group: BoxKind) -> String {
-    env_key(&group.key().replace('.', "-"))
-}
-
-/// The same for the seed's name: `APP_EVENTS_OUTBOX_PROCESSOR` for
-/// `app.events.outbox-processor`.
-fn env_seed_group(group: BoxKind) -> String {
-    env_key(&group.seed_key().replace('.', "-"))
-}
-
-fn as_table<'a>(value: &'a Value, key: &str) -> Result<&'a toml::Table, ConfigError> {
-    value
-        .as_table()
-        .ok_or_else(|| Raw::Toml(value).invalid(key, "expected a table"))
-}
-
-/// `parent.key`, quoting `key` when it is not a bare TOML key.
-pub(super) fn join(parent: &str, key: &str) -> String {
-    let bare = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    let key = if bare {
-        key.to_owned()
-    } else {
-        format!("{key:?}")
-    };
-    if parent.is_empty() {
-        key
-    } else {
-        format!("{parent}.{key}")
-    }
-}
-
-fn env_key(field: &str) -> String {
-    field.to_ascii_uppercase().replace('-', "_")
-}
-
-/// Parses `billing=billing.commands,shipping=shipping.cmds` (blank entries skipped).
-pub(super) fn parse_topics(
-    name: &str,
-    value: &str,
-) -> Result<BTreeMap<String, String>, ConfigError> {
-    let mut topics = BTreeMap::new();
-    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let bad = |reason: &str| {
-            invalid(
-                name,
-                value,
-                format!(
-                    "{reason} in `{entry}`; expected `service=topic` pairs separated by commas"
-                ),
-            )
-        };
-        let (service, topic) = entry.split_once('=').ok_or_else(|| bad("missing `=`"))?;
-        let (service, topic) = (service.trim(), topic.trim());
-        if service.is_empty() || topic.is_empty() {
-            return Err(bad("empty service or topic name"));
+/// `base` with the settings of `sources` laid over it, then validated. A validation error
+/// about a setting the environment made keeps bandeja's name; one about a setting only a
+/// file made names the key as the file wrote it, and the file.
+pub(super) fn load(base: Config, sources: &[Source]) -> Result<Config, ConfigError> {
+    let config = overlay(base, sources)?;
+    config.validate().map_err(|error| {
+        if error.kind() != ConfigErrorKind::InvalidValue {
+            return error;
         }
-        if topics
-            .insert(service.to_owned(), topic.to_owned())
-            .is_some()
-        {
-            return Err(bad("service listed twice"));
+        let key = error.key().unwrap_or_default().to_owned();
+        let found = sources
+            .iter()
+            .rev()
+            .find_map(|source| Some((source, source.find_dotted(&key)?)));
+        match found {
+            Some((source, written)) if !source.env => source.locate(error.renamed(written)),
+            _ => error,
         }
-    }
-    Ok(topics)
+    })?;
+    Ok(config)
 }
 
 /// The `BANDEJA_` variables of this process; non-UTF-8 ones are errors, not panics.
@@ -636,113 +391,22 @@ pub(super) fn process_env() -> Result<Vec<(String, String)>, ConfigError> {
             continue;
         }
         if name.to_str().is_none() {
-            return Err(unknown(lossy));
+            return Err(hints::unknown_var(&lossy));
         }
-        let value = value
-            .into_string()
-            .map_err(|v| invalid(&lossy, &v.to_string_lossy(), "must be valid UTF-8"))?;
+        let value = value.into_string().map_err(|v| {
+            ConfigError::invalid_value(&lossy, v.to_string_lossy(), "must be valid UTF-8")
+        })?;
         vars.push((lossy, value));
     }
     Ok(vars)
 }
-
-/// The keys expected next to an unknown one, with a suggestion for near misses.
-pub(super) fn unknown_key_hint(key: &str) -> String {
-    let quoted = |names: &[String]| {
-        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-        names.join(", ")
-    };
-    // Full candidate names, and how to present them.
-    let (candidates, shown) = if let Some(rest) = key.strip_prefix(ENV_PREFIX) {
-        if rest.starts_with("STALENESS_") {
-            let prefix = format!("{ENV_PREFIX}STALENESS_");
-            let leaves: Vec<String> = STALENESS_KEYS.iter().map(|k| env_key(k)).collect();
-            let full = leaves.iter().map(|l| format!("{prefix}{l}")).collect();
-            (full, format!("{} after `{prefix}`", quoted(&leaves)))
-        } else {
-            let group_prefix = BoxKind::ALL
-                .into_iter()
-                .flat_map(|g| [env_group(g), env_seed_group(g)])
-                .find(|prefix| rest.starts_with(prefix.as_str()));
-            match group_prefix {
-                Some(group) => {
-                    let prefix = format!("{ENV_PREFIX}{group}_");
-                    let leaves: Vec<String> = GROUP_KEYS.iter().map(|k| env_key(k)).collect();
-                    let full = leaves.iter().map(|l| format!("{prefix}{l}")).collect();
-                    (full, format!("{} after `{prefix}`", quoted(&leaves)))
-                }
-                None => {
-                    let mut full: Vec<String> =
-                        ["STUCK_THRESHOLD", "COMMANDS_TOPICS", "STALENESS_<KEY>"]
-                            .iter()
-                            .map(|n| format!("{ENV_PREFIX}{n}"))
-                            .collect();
-                    let per_group =
-                        BoxKind::ALL.map(|g| format!("{ENV_PREFIX}{}_<KEY>", env_group(g)));
-                    full.extend(per_group);
-                    full.push(format!("{ENV_PREFIX}APP_COMMANDS_TOPICS"));
-                    let per_seed_group =
-                        BoxKind::ALL.map(|g| format!("{ENV_PREFIX}{}_<KEY>", env_seed_group(g)));
-                    full.extend(per_seed_group);
-                    let shown = quoted(&full);
-                    (full, shown)
-                }
-            }
-        }
-    } else {
-        let (parent, leaves): (&str, &[&str]) = match BoxKind::ALL.into_iter().find_map(|g| {
-            [g.key(), g.seed_key()]
-                .into_iter()
-                .find(|name| key.starts_with(&format!("{name}.")))
-        }) {
-            Some(group) => (group, &GROUP_KEYS),
-            None if key.starts_with("events.") => ("events", &["outbox", "inbox"]),
-            None if key.starts_with("commands.") => ("commands", &["outbox", "inbox", "topics"]),
-            None if key.starts_with("staleness.") => (STALENESS, &STALENESS_KEYS),
-            None if key.starts_with("app.events.") => ("app.events", &SEED_EVENTS_KEYS),
-            None if key.starts_with("app.commands.") => ("app.commands", &SEED_COMMANDS_KEYS),
-            None if key.starts_with("app.") => (SEED_ROOT, &["events", "commands"]),
-            None => ("", &ROOT_KEYS),
-        };
-        let full = leaves.iter().map(|l| join(parent, l)).collect();
-        let leaves: Vec<String> = leaves.iter().map(|l| (*l).to_owned()).collect();
-        let place = if parent.is_empty() {
-            "at the top level".to_owned()
-        } else {
-            format!("in `{parent}`")
-        };
-        (full, format!("{} {place}", quoted(&leaves)))
-    };
-    let suggestion = candidates
-        .iter()
-        .filter(|c| edit_distance(c, key) <= 2)
-        .min_by_key(|c| edit_distance(c, key))
-        .map(|c| format!(" (did you mean `{c}`?)"))
-        .unwrap_or_default();
-    format!("{suggestion}; expected one of {shown}")
-}
-
-/// Levenshtein distance, for "did you mean" suggestions.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (row[j + 1] + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::config::{Enabled, HandlerTransaction, WorkerConfig};
+    use crate::record::BoxKind;
 
     fn secs(n: u64) -> Duration {
         Duration::from_secs(n)
@@ -754,16 +418,24 @@ mod tests {
     }
 
     /// The key and message of an `UnknownKey`, or a panic naming what came instead.
+    /// The key and full message (with the hint) of an unknown key, or a panic naming what
+    /// came instead.
     fn unknown_key(result: Result<Config, ConfigError>) -> (String, String) {
         match &result {
-            Err(e @ ConfigError::UnknownKey { key }) => (key.clone(), e.to_string()),
+            Err(e) if e.kind() == ConfigErrorKind::UnknownKey => {
+                (e.key().unwrap_or_default().to_owned(), e.full_message())
+            }
             other => panic!("expected UnknownKey, got {other:?}"),
         }
     }
 
     fn invalid_value(result: Result<Config, ConfigError>) -> (String, String, String) {
         match result {
-            Err(ConfigError::InvalidValue { key, value, reason }) => (key, value, reason),
+            Err(e) if e.kind() == ConfigErrorKind::InvalidValue => (
+                e.key().unwrap_or_default().to_owned(),
+                e.value().unwrap_or_default().to_owned(),
+                e.reason().unwrap_or_default().to_owned(),
+            ),
             other => panic!("expected InvalidValue, got {other:?}"),
         }
     }
@@ -970,7 +642,7 @@ mod tests {
     fn malformed_toml_and_missing_files_are_reported() {
         use std::error::Error as _;
         match Config::from_toml_str("[events.outbox\nbatch-size = 1") {
-            Err(e @ ConfigError::Parse { .. }) => {
+            Err(e) if e.kind() == ConfigErrorKind::Parse => {
                 assert_eq!(e.to_string(), "malformed TOML in <string>");
                 assert!(e.source().is_some_and(|s| s.to_string().contains("line 1")));
             }
@@ -979,8 +651,8 @@ mod tests {
         let name = format!("bandeja-missing-{}.toml", std::process::id());
         let path = std::env::temp_dir().join(name);
         match Config::from_toml_file(&path) {
-            Err(e @ ConfigError::Io { .. }) => {
-                assert!(matches!(&e, ConfigError::Io { path: p, .. } if *p == path));
+            Err(e) if e.kind() == ConfigErrorKind::Io => {
+                assert_eq!(e.file(), Some(path.as_path()));
                 assert!(e.to_string().contains("bandeja-missing-"));
                 assert!(e.source().is_some());
             }
@@ -1192,6 +864,48 @@ mod tests {
     }
 
     #[test]
+    fn a_file_merges_tables_entry_by_entry_and_a_variable_replaces_them() {
+        let code = Config::default().with_command_topic("billing", "billing.commands");
+        let code = Config {
+            events_inbox: code
+                .events_inbox
+                .clone()
+                .handler_timeout_for("old", secs(1)),
+            ..code
+        };
+        let text = "[events.inbox.handler-timeouts]\nnew = \"2s\"\n\
+                    [commands.topics]\nshipping = \"shipping.cmds\"\n";
+        let file = Source::toml_text(text, "<string>", None).map_err(|e| e.to_string());
+        let layered = file.and_then(|f| load(code.clone(), &[f]).map_err(|e| e.to_string()));
+        let tables = layered.map(|c| (c.events_inbox.handler_timeouts, c.command_topics));
+        let expected = (
+            BTreeMap::from([("new".to_owned(), secs(2)), ("old".to_owned(), secs(1))]),
+            BTreeMap::from([
+                ("billing".to_owned(), "billing.commands".to_owned()),
+                ("shipping".to_owned(), "shipping.cmds".to_owned()),
+            ]),
+        );
+        assert_eq!(tables, Ok(expected));
+        let vars = [
+            (
+                "BANDEJA_EVENTS_INBOX_HANDLER_TIMEOUTS".to_owned(),
+                "new=2s".to_owned(),
+            ),
+            (
+                "BANDEJA_COMMANDS_TOPICS".to_owned(),
+                "shipping=shipping.cmds".to_owned(),
+            ),
+        ];
+        let replaced = code.apply_env(vars).map_err(|e| e.to_string());
+        let tables = replaced.map(|c| (c.events_inbox.handler_timeouts, c.command_topics));
+        let expected = (
+            BTreeMap::from([("new".to_owned(), secs(2))]),
+            BTreeMap::from([("shipping".to_owned(), "shipping.cmds".to_owned())]),
+        );
+        assert_eq!(tables, Ok(expected));
+    }
+
+    #[test]
     fn bad_handler_timeouts_name_the_key() {
         let toml_cases = [
             (
@@ -1233,19 +947,6 @@ mod tests {
         }
         let zero = env(&[(name, "slow=0s")]);
         assert_eq!(invalid_value(zero).0, "events.inbox.handler-timeouts.slow");
-    }
-
-    #[test]
-    fn dotted_keys_quote_what_is_not_bare() {
-        assert_eq!(join("", "events"), "events");
-        assert_eq!(
-            join("commands.topics", "billing"),
-            "commands.topics.billing"
-        );
-        assert_eq!(join("commands.topics", "a b"), "commands.topics.\"a b\"");
-        assert_eq!(join("commands.topics", ""), "commands.topics.\"\"");
-        assert_eq!(edit_distance("bach-size", "batch-size"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
     }
 
     /// The keys seed 000 lists for each of its four groups, with a value each (none the
@@ -1376,13 +1077,12 @@ mod tests {
         let error = result.err();
         let message = error.as_ref().map(ToString::to_string).unwrap_or_default();
         match error {
-            Some(ConfigError::Conflict {
-                key,
-                value,
-                other_key,
-                other_value,
-            }) => {
-                let mut pairs = [(key, value), (other_key, other_value)];
+            Some(e) if e.kind() == ConfigErrorKind::Conflict => {
+                let text = |s: Option<&str>| s.unwrap_or_default().to_owned();
+                let mut pairs = [
+                    (text(e.key()), text(e.value())),
+                    (text(e.other_key()), text(e.other_value())),
+                ];
                 pairs.sort();
                 (pairs, message)
             }
@@ -1538,17 +1238,15 @@ mod tests {
         }
     }
 
-    /// The file and the inner error of an `InFile`.
+    /// The file of an error in a file, the error and its message.
     fn in_file(result: Result<Config, ConfigError>) -> (std::path::PathBuf, ConfigError, String) {
         match result {
-            Err(e @ ConfigError::InFile { .. }) => {
+            Err(e) if e.file().is_some() && e.kind() != ConfigErrorKind::Io => {
                 let message = e.to_string();
-                let ConfigError::InFile { path, error } = e else {
-                    unreachable!("matched above")
-                };
-                (path, *error, message)
+                let path = e.file().map(Path::to_path_buf).unwrap_or_default();
+                (path, e, message)
             }
-            other => panic!("expected InFile, got {other:?}"),
+            other => panic!("expected an error in a file, got {other:?}"),
         }
     }
 
@@ -1561,7 +1259,7 @@ mod tests {
             error.key(),
             Some("app.events.outbox-processor.poling-interval")
         );
-        assert!(matches!(error, ConfigError::UnknownKey { .. }), "{error:?}");
+        assert_eq!(error.kind(), ConfigErrorKind::UnknownKey, "{error:?}");
         let file = misspelt.0.display().to_string();
         assert!(message.contains(&file), "{message}");
         assert!(message.contains("did you mean `app.events.outbox-processor.polling-interval`?"));
@@ -1578,7 +1276,7 @@ mod tests {
             "[commands.outbox]\nenabled = true\n[app.commands.outbox-dispatcher]\nenabled = false\n",
         );
         let (_, error, _) = in_file(Config::from_toml_file(&conflicting.0));
-        assert!(matches!(error, ConfigError::Conflict { .. }), "{error:?}");
+        assert_eq!(error.kind(), ConfigErrorKind::Conflict, "{error:?}");
 
         // A validation error about a setting the file alone made names the file and the
         // key as the file wrote it.

@@ -2,10 +2,20 @@
 
 use std::time::Duration;
 
-use super::sources::{invalid, join, STALENESS, TOPICS_KEY};
+use super::hints::join;
+use super::schema::{keys, tree_of};
+use super::tree::Node;
 use super::{
-    format_duration, BoxKind, Config, ConfigError, WorkerConfig, MAX_BATCH_SIZE, MAX_RETRIES_LIMIT,
+    format_duration, parse_duration, BoxKind, Config, ConfigError, WorkerConfig, MAX_BATCH_SIZE,
+    MAX_RETRIES_LIMIT,
 };
+
+const STALENESS: &str = "staleness";
+const TOPICS_KEY: &str = "commands.topics";
+
+fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::invalid_value(key, value, reason)
+}
 
 impl WorkerConfig {
     /// Checks the ranges and relations of the settings; `group` prefixes the key named
@@ -193,54 +203,40 @@ impl Config {
 const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 impl Config {
-    /// Every duration key (of every group, `stuck-threshold`, `[staleness]`) at most
-    /// [`MAX_DURATION`].
+    /// Every duration key (of every group, `stuck-threshold`, `[staleness]`: the keys that
+    /// take a duration) at most [`MAX_DURATION`].
     fn validate_duration_bounds(&self) -> Result<(), ConfigError> {
-        let s = &self.staleness;
-        let mut keyed = vec![
-            ("stuck-threshold".to_owned(), self.stuck_threshold),
-            (join(STALENESS, "pending"), s.pending),
-            (join(STALENESS, "processing"), s.processing),
-            (join(STALENESS, "interval"), s.interval),
-        ];
-        for g in BoxKind::ALL {
-            let c = self.group(g);
-            let fields = [
-                ("polling-interval", Some(c.polling_interval)),
-                ("polling-initial-delay", Some(c.polling_initial_delay)),
-                ("lock-at-least-for", Some(c.lock_at_least_for)),
-                ("lock-at-most-for", Some(c.lock_at_most_for)),
-                ("retry-backoff-initial", Some(c.retry_backoff_initial)),
-                ("retry-backoff-max", Some(c.retry_backoff_max)),
-                ("handler-timeout", Some(c.handler_timeout)),
-                ("retention", c.retention),
-            ];
-            for (field, value) in fields {
-                if let Some(value) = value {
-                    keyed.push((join(g.key(), field), value));
-                }
+        let tree = tree_of(self.clone())?;
+        for key in keys().iter().filter(|k| k.is_duration()) {
+            let Some(Node::Value(toml::Value::String(text))) = tree.get(key.path()) else {
+                continue;
+            };
+            let value = parse_duration(text).unwrap_or_default(); // `off`: none
+            if value > MAX_DURATION {
+                return Err(invalid(
+                    &key.dotted(),
+                    &format_duration(value),
+                    "must be at most 100 years (P36500D): a longer time does not fit the \
+                     stores' timestamps",
+                ));
             }
         }
-        match keyed.into_iter().find(|(_, value)| *value > MAX_DURATION) {
-            Some((key, value)) => Err(invalid(
-                &key,
-                &format_duration(value),
-                "must be at most 100 years (P36500D): a longer time does not fit the stores' \
-                 timestamps",
-            )),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ConfigErrorKind;
 
     /// The key and reason of an `InvalidValue`, or a panic naming what came instead.
     fn rejected(result: Result<(), ConfigError>) -> (String, String) {
         match result {
-            Err(ConfigError::InvalidValue { key, reason, .. }) => (key, reason),
+            Err(e) if e.kind() == ConfigErrorKind::InvalidValue => (
+                e.key().unwrap_or_default().to_owned(),
+                e.reason().unwrap_or_default().to_owned(),
+            ),
             other => panic!("expected InvalidValue, got {other:?}"),
         }
     }
