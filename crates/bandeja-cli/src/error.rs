@@ -115,8 +115,8 @@ impl CliError {
 /// A store error with a hint when the cure is known.
 fn describe_store_error(error: &StoreError) -> String {
     let missing_table = error.to_string().contains("no such table");
-    match error.kind {
-        _ if missing_table || error.kind == StoreErrorKind::Migration => format!(
+    match error.kind() {
+        _ if missing_table || error.kind() == StoreErrorKind::Migration => format!(
             "{error}\nhint: the tables are missing or out of date: run `bandeja migrate` \
              (with the same --database and --schema)"
         ),

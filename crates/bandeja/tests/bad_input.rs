@@ -461,7 +461,7 @@ async fn duplicate_ids<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandej
     again.id = first.id;
     let error = refused!(store, |conn| outbox.emit(conn, &again));
     match &error {
-        Error::Store(e) => assert_eq!(e.kind, StoreErrorKind::Duplicate, "{error}"),
+        Error::Store(e) => assert_eq!(e.kind(), StoreErrorKind::Duplicate, "{error}"),
         other => panic!("expected a Duplicate store error, got {other:?}"),
     }
     says(
@@ -474,7 +474,7 @@ async fn duplicate_ids<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandej
     // Through the runtime's own transaction too.
     let error = refused!(store, |_conn| bandeja.emit(&again));
     match &error {
-        Error::Store(e) => assert_eq!(e.kind, StoreErrorKind::Duplicate, "{error}"),
+        Error::Store(e) => assert_eq!(e.kind(), StoreErrorKind::Duplicate, "{error}"),
         other => panic!("expected a Duplicate store error, got {other:?}"),
     }
     assert_eq!(snapshot(store).await, before, "the first row is untouched");

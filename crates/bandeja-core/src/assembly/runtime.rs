@@ -193,8 +193,9 @@ impl<S: Store> BandejaBuilder<S> {
                 if self.registry.has(MessageKind::Command) {
                     routing.own_topic().map_err(|e| {
                         Error::InvalidMessage(format!(
-                            "service `{}` handles commands but has no topic to receive them on: {e}",
-                            routing.service()
+                            "service `{}` handles commands but has no topic to receive them on: {e}: {}",
+                            routing.service(),
+                            e.hint()
                         ))
                     })?;
                 }

@@ -613,7 +613,7 @@ pub async fn commands_reach_the_service_their_topic_names<S: Inspect>(h: Harness
     .expect("command");
     let refused = producer.send(&lost).await;
     assert!(
-        matches!(&refused, Err(Error::NoRoute(e)) if e.service == "nowhere"),
+        matches!(&refused, Err(Error::NoRoute(e)) if e.service() == "nowhere"),
         "{refused:?}"
     );
     let mut tx = orders.begin().await.expect("begin");

@@ -132,7 +132,7 @@ pub(crate) fn explain_duplicate(
     kind: MessageKind,
     records: &[MessageRecord],
 ) -> StoreError {
-    if error.kind != StoreErrorKind::Duplicate {
+    if error.kind() != StoreErrorKind::Duplicate {
         return error;
     }
     let which = match records {
@@ -151,13 +151,14 @@ pub(crate) fn explain_duplicate(
             )
         }
     };
+    let operation = error.operation();
     StoreError::new(
         StoreErrorKind::Duplicate,
-        error.operation,
+        operation,
         AlreadyInOutbox {
             which,
             table: kind.outbox().table(),
-            source: error.source,
+            source: error.into_inner(),
         },
     )
 }
