@@ -1,13 +1,22 @@
-//! The core error type and the error kinds that let a worker decide retry or FAILED.
+//! The core error type and the typed errors inside it, each with a kind that lets the caller
+//! decide (retry, FAILED, fix the wiring) without parsing text.
+//!
+//! Every error prints one short sentence saying what is wrong. What to do about it is
+//! [`Error::hint`] (and the `hint()` of each error type), so a program or a command line can
+//! print it on a line of its own.
 
 use std::error::Error as StdError;
 
 use crate::config::ConfigError;
 use crate::status::TransitionError;
 
+mod build;
+mod message;
 mod store;
 mod transport;
 
+pub use build::{BuildError, BuildErrorKind};
+pub use message::{MessageError, MessageErrorKind};
 pub use store::{FailureKind, HandlerError, StoreError, StoreErrorKind};
 pub use transport::{NoRoute, TransportError, TransportErrorKind};
 
@@ -22,12 +31,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// `Command::to` / `Command::to_self` were called outside a tenant scope.
-    #[error("no tenant in context: run this inside `bandeja::tenant::scope(tenant, ...)` so the command knows its source tenant")]
+    #[error("no tenant in context")]
     NoTenant,
     /// A tenant id that cannot be used (the id, cut to 128 characters).
-    #[error(
-        "invalid tenant id {0:?}: a tenant id is 1 to 128 bytes of text without control characters"
-    )]
+    #[error("invalid tenant id {0:?}")]
     InvalidTenant(String),
     /// An illegal status transition.
     #[error(transparent)]
@@ -44,17 +51,12 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// A message that breaks an envelope rule (empty type, missing aggregate id, bad header...).
-    #[error("invalid message: {0}")]
-    InvalidMessage(String),
-    /// Two subscribers registered with the same name for the same message type.
-    #[error("duplicate subscriber `{subscriber}` for message type `{message_type}`: give each subscriber a unique name")]
-    DuplicateSubscriber {
-        /// The message type.
-        message_type: String,
-        /// The repeated name.
-        subscriber: String,
-    },
+    /// A message (or a batch of them) that breaks an envelope rule: nothing was written.
+    #[error(transparent)]
+    Message(#[from] MessageError),
+    /// A wiring mistake found when the runtime is built: nothing was started.
+    #[error(transparent)]
+    Build(#[from] BuildError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -72,6 +74,34 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+}
+
+impl Error {
+    /// What to do about this error, when bandeja knows: a sentence to show next to the
+    /// error (a command line prints it on a second line). `None` for the errors whose
+    /// message already says it all (a configuration error names its key and the rule).
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::NoTenant => Some(
+                "run this inside `bandeja::tenant::scope(tenant, ...)` so the command knows \
+                 its source tenant"
+                    .to_owned(),
+            ),
+            Error::InvalidTenant(_) => {
+                Some("a tenant id is 1 to 128 bytes of text without control characters".to_owned())
+            }
+            Error::Serialize { .. } => {
+                Some("make the payload serializable as JSON (a map needs string keys)".to_owned())
+            }
+            Error::Message(e) => Some(e.hint().to_owned()),
+            Error::Build(e) => Some(e.hint().to_owned()),
+            Error::Store(e) => e.hint().map(str::to_owned),
+            Error::Transport(e) => e.hint().map(str::to_owned),
+            Error::NoRoute(e) => Some(e.hint()),
+            Error::Transition(_) | Error::Config(_) | Error::Worker { .. } => None,
+        }
+    }
 }
 
 /// `name` for a one-line message: control characters escaped, cut to 64 characters.

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use crate::envelope::{Command, Event, Payload};
-use crate::error::{Error, Result, StoreError, StoreErrorKind};
+use crate::error::{MessageError, Result, StoreError, StoreErrorKind};
 use crate::record::{MessageKind, MessageRecord, DEFAULT_MAX_PAYLOAD_BYTES};
 use crate::store::Store;
 use crate::telemetry;
@@ -92,11 +92,7 @@ impl<S: Store> Outbox<S> {
             record.check_size(self.max_payload_bytes)?;
             record.check_storable()?;
             if records.len() > 1 && !ids.insert(record.id) {
-                return Err(Error::InvalidMessage(format!(
-                    "message id {} appears twice in one emission: give every message a fresh \
-                     id (`MessageId::new()`, as `Event::new` does)",
-                    record.id
-                )));
+                return Err(MessageError::repeated_id(record.id, &record.message_type).into());
             }
         }
         prepare(&mut records);
