@@ -414,10 +414,8 @@ impl<S: Store> Bandeja<S> {
                         }
                         let _ = stop.send(true);
                         while tasks.join_next().await.is_some() {}
-                        return Err(Error::Worker {
-                            worker: format!("{} receiver", transport.name()),
-                            reason: error.to_string(),
-                        });
+                        tracing::warn!(transport = transport.name(), ?kind, %error, "subscribing failed: not started");
+                        return Err(error.into());
                     }
                 }
             }

@@ -66,14 +66,10 @@ pub enum Error {
     /// A command whose target service has no topic in `commands.topics`.
     #[error(transparent)]
     NoRoute(#[from] NoRoute),
-    /// A worker task ended abnormally.
-    #[error("worker `{worker}` stopped abnormally: {reason}")]
-    Worker {
-        /// Which worker.
-        worker: String,
-        /// Why.
-        reason: String,
-    },
+    /// Messages arrived before this process's subscriptions were registered in the
+    /// database: nothing was stored, the transport keeps them and delivers them again.
+    #[error("this process's subscriptions are not registered yet")]
+    NotRegistered,
 }
 
 impl Error {
@@ -99,7 +95,12 @@ impl Error {
             Error::Store(e) => e.hint().map(str::to_owned),
             Error::Transport(e) => e.hint().map(str::to_owned),
             Error::NoRoute(e) => Some(e.hint()),
-            Error::Transition(_) | Error::Config(_) | Error::Worker { .. } => None,
+            Error::NotRegistered => Some(
+                "the database did not answer when the process started; the messages stay \
+                 with the broker and come again"
+                    .to_owned(),
+            ),
+            Error::Transition(_) | Error::Config(_) => None,
         }
     }
 }

@@ -220,6 +220,7 @@ fn the_core_errors_are_short_and_hint_at_the_fix() {
     for error in [
         Error::NoTenant,
         Error::InvalidTenant("ac\nme".to_owned()),
+        Error::NotRegistered,
         Error::NoRoute(NoRoute::new("billing")),
     ] {
         assert_short(&error.to_string());
