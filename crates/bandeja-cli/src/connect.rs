@@ -129,7 +129,7 @@ async fn open_postgres(url: &str, schema: &str, timeout: Duration) -> Result<PgS
         .connect_with(options)
         .await
         .map_err(|e| connect_error(e.to_string()))?;
-    PgStore::from_pool(pool, Some(schema)).map_err(|e| CliError::Usage(e.source.to_string()))
+    PgStore::from_pool(pool, Some(schema)).map_err(|e| CliError::Usage(e.get_ref().to_string()))
 }
 
 #[cfg(test)]

@@ -112,18 +112,21 @@ impl CliError {
     }
 }
 
-/// A store error with a hint when the cure is known.
+/// A store error, with what to do on a second line when the cure is known: for missing
+/// tables the command that creates them, otherwise the hint of the error's kind.
 fn describe_store_error(error: &StoreError) -> String {
     let missing_table = error.to_string().contains("no such table");
-    match error.kind {
-        _ if missing_table || error.kind == StoreErrorKind::Migration => format!(
-            "{error}\nhint: the tables are missing or out of date: run `bandeja migrate` \
-             (with the same --database and --schema)"
-        ),
-        StoreErrorKind::Transient => {
-            format!("{error}\nhint: the database is unreachable or busy; try again")
-        }
-        _ => error.to_string(),
+    let hint = if missing_table || error.kind() == StoreErrorKind::Migration {
+        Some(
+            "the tables are missing or out of date: run `bandeja migrate` (with the same \
+             --database and --schema)",
+        )
+    } else {
+        error.hint()
+    };
+    match hint {
+        Some(hint) => format!("{error}\nhint: {hint}"),
+        None => error.to_string(),
     }
 }
 
@@ -170,5 +173,15 @@ mod tests {
         let error = CliError::from(store);
         assert_eq!(error.exit().code(), 1);
         assert!(error.to_string().contains("bandeja migrate"), "{error}");
+        let busy = StoreError::new(StoreErrorKind::Transient, "claim", "connection refused");
+        let text = CliError::from(busy).to_string();
+        let (message, hint) = text.split_once('\n').expect("the hint on a second line");
+        assert_eq!(message, "claim failed (transient): connection refused");
+        assert!(
+            hint.starts_with("hint: ") && hint.contains("try again"),
+            "{hint}"
+        );
+        let bad = StoreError::new(StoreErrorKind::Permanent, "decode", "bad row");
+        assert!(!CliError::from(bad).to_string().contains('\n'));
     }
 }

@@ -28,7 +28,10 @@ pub use config::{
 };
 pub use emission::{Outbox, RecordedEvents};
 pub use envelope::{Command, Direction, Event, Headers, MessageId, Payload};
-pub use error::{BoxError, Error, FailureKind, HandlerError, Result, StoreError, StoreErrorKind};
+pub use error::{
+    BoxError, BuildError, BuildErrorKind, Error, FailureKind, HandlerError, MessageError,
+    MessageErrorKind, Result, StoreError, StoreErrorKind,
+};
 pub use processing::{CommandHandler, EventBatchHandler, EventHandler, HandlerContext};
 pub use record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
 pub use runtime::{Bandeja, BandejaBuilder, Running};

@@ -758,7 +758,9 @@ proptest! {
             }
             Err(error) => {
                 prop_assert!(!valid);
-                prop_assert!(error.to_string().contains("128 bytes"), "{}", error);
+                prop_assert!(error.to_string().contains("invalid tenant id"), "{}", error);
+                let hint = error.hint().unwrap_or_default();
+                prop_assert!(hint.contains("128 bytes"), "{}: {}", error, hint);
                 prop_assert!(serde_json::from_value::<TenantId>(json).is_err());
             }
         }

@@ -70,7 +70,10 @@ impl Params {
             tenant: self.parse("tenant", |v| {
                 TenantId::new(v)
                     .map(|t| t.as_str().to_owned())
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| match e.hint() {
+                        Some(hint) => format!("{e}: {hint}"),
+                        None => e.to_string(),
+                    })
             })?,
             message_type: self.parse("type", |v| text(v, 255))?,
             subscriber: self.parse("subscriber", |v| text(v, 128))?,

@@ -9,7 +9,7 @@ use bandeja::prelude::*;
 use bandeja::sqlite::SqliteStore;
 use bandeja::store::Inspect;
 use bandeja::testing::eventually;
-use bandeja::BoxKind;
+use bandeja::{BoxKind, StoreError, StoreErrorKind};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct TaskCreated {
@@ -56,7 +56,7 @@ async fn save(
         .bind(&task.title)
         .fetch_one(&mut *tx)
         .await
-        .map_err(|e| bandeja::Error::InvalidMessage(e.to_string()))?;
+        .map_err(|e| StoreError::new(StoreErrorKind::Permanent, "insert into tasks", e))?;
     task.id = Some(id);
     let records = task.events.drain(&id.to_string())?;
     store.outbox().emit_records(tx, records).await

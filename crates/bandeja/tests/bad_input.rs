@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bandeja::admin::{Admin, MessageFilter, Page};
-use bandeja::error::StoreErrorKind;
+use bandeja::error::{BuildErrorKind, MessageErrorKind, StoreErrorKind};
 use bandeja::prelude::*;
 use bandeja::sqlite::SqliteStore;
 use bandeja::store::{Inspect, RowView};
@@ -120,6 +120,18 @@ macro_rules! refused {
         );
         error
     }};
+}
+
+/// Asserts that the hint of `error` (what to do, shown apart from the message) contains
+/// every fragment.
+fn hints(error: &Error, fragments: &[&str]) {
+    let hint = error.hint().unwrap_or_default();
+    for fragment in fragments {
+        assert!(
+            hint.contains(fragment),
+            "expected `{fragment}` in the hint of `{error}`: {hint}"
+        );
+    }
 }
 
 /// Asserts that `message` contains every fragment.
@@ -242,11 +254,18 @@ async fn oversized_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &B
     let limited = outbox.clone().max_payload_bytes(64);
     let over = Event::new("Thing", "1", note(&"x".repeat(54)));
     let error = refused!(store, |conn| limited.emit(conn, &over));
-    assert!(matches!(error, Error::InvalidMessage(_)), "{error:?}");
+    assert!(
+        matches!(&error, Error::Message(e) if e.kind() == MessageErrorKind::TooLarge
+            && e.id() == over.id && e.message_type() == "bad_input.Note"),
+        "{error:?}"
+    );
     says(
         &error,
+        &["payload of `bad_input.Note` is 65 bytes, over the limit of 64"],
+    );
+    hints(
+        &error,
         &[
-            "payload of `bad_input.Note` is 65 bytes, over the limit of 64",
             "store large data elsewhere and send a reference",
             "Outbox::max_payload_bytes",
         ],
@@ -279,8 +298,12 @@ async fn unusable_type_names<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &
     let fix = "set `Payload::TYPE` to a stable name";
     let error = refused!(store, |conn| outbox
         .emit(conn, &Event::new("T", "1", Nameless { n: 1 })));
-    assert!(matches!(error, Error::InvalidMessage(_)), "{error:?}");
-    says(&error, &["message type `` is not usable", fix]);
+    assert!(
+        matches!(&error, Error::Message(e) if e.kind() == MessageErrorKind::InvalidType),
+        "{error:?}"
+    );
+    says(&error, &["message type `` is not usable"]);
+    hints(&error, &[fix]);
     let error = refused!(store, |_conn| bandeja.emit(&Event::new(
         "T",
         "1",
@@ -289,29 +312,35 @@ async fn unusable_type_names<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &
     says(&error, &["message type `` is not usable"]);
     let error = refused!(store, |conn| outbox
         .emit(conn, &Event::new("T", "1", Blank { n: 1 })));
-    says(&error, &["message type `   ` is not usable", fix]);
+    says(&error, &["message type `   ` is not usable"]);
+    hints(&error, &[fix]);
     let error = refused!(store, |conn| outbox
         .emit(conn, &Event::new("T", "1", TwoWords { n: 1 })));
-    says(&error, &["message type `order placed` is not usable", fix]);
+    says(&error, &["message type `order placed` is not usable"]);
+    hints(&error, &[fix]);
     let error = refused!(store, |conn| outbox
         .emit(conn, &Event::new("T", "1", Tabbed { n: 1 })));
-    says(&error, &["is not usable", fix]);
+    says(&error, &["is not usable"]);
+    hints(&error, &[fix]);
     let error = refused!(store, |conn| outbox
         .emit(conn, &Event::new("T", "1", Multiline { n: 1 })));
-    says(&error, &["is not usable", fix]);
+    says(&error, &["is not usable"]);
+    hints(&error, &[fix]);
 
     // The envelope's fields are public: a type name changed by hand is checked too.
     let mut renamed = Event::new("T", "1", note("n"));
     renamed.event_type = "x".repeat(256);
     let error = refused!(store, |conn| outbox.emit(conn, &renamed));
-    says(&error, &["is not usable", "1 to 255"]);
+    says(&error, &["is not usable"]);
+    hints(&error, &["1 to 255"]);
     let mut command = bandeja::tenant::scope(tenant("acme"), async {
         Command::to_self("billing", note("n")).expect("in a tenant scope")
     })
     .await;
     command.command_type = String::new();
     let error = refused!(store, |conn| outbox.send(conn, &command));
-    says(&error, &["message type `` is not usable", fix]);
+    says(&error, &["message type `` is not usable"]);
+    hints(&error, &[fix]);
 
     // A subscriber for such a type is refused at build time.
     let error = Bandeja::builder(store.clone())
@@ -319,7 +348,13 @@ async fn unusable_type_names<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &
         .build()
         .err()
         .expect("refused at build");
-    says(&error, &["message type `` is not usable", fix]);
+    assert!(
+        matches!(&error, Error::Build(e) if e.kind() == BuildErrorKind::MessageType
+            && e.subscriber() == Some("audit")),
+        "{error:?}"
+    );
+    says(&error, &["message type `` is not usable"]);
+    hints(&error, &[fix]);
 }
 
 struct NamelessHandler;
@@ -338,18 +373,19 @@ async fn events_and_commands_missing_what_they_need<S: Admin>(store: &S, outbox:
     // An event created before its aggregate has an id, never hydrated.
     let inceptive = Event::inceptive("Order", note("n"));
     let error = refused!(store, |conn| outbox.emit(conn, &inceptive));
-    says(
-        &error,
-        &[
-            "has no aggregate id",
-            "hydrate it after inserting the aggregate",
-        ],
+    assert!(
+        matches!(&error, Error::Message(e) if e.kind() == MessageErrorKind::MissingAggregateId
+            && e.id() == inceptive.id),
+        "{error:?}"
     );
+    says(&error, &["has no aggregate id"]);
+    hints(&error, &["hydrate it after inserting the aggregate"]);
 
     // A command outside any tenant scope: refused when it is created.
     let error = Command::to_self("billing", note("n")).expect_err("no tenant in context");
     assert!(matches!(error, Error::NoTenant), "{error:?}");
-    says(&error, &["no tenant in context", "bandeja::tenant::scope"]);
+    says(&error, &["no tenant in context"]);
+    hints(&error, &["bandeja::tenant::scope"]);
     let error = Command::to(tenant("globex"), "billing", note("n")).expect_err("no tenant");
     assert!(matches!(error, Error::NoTenant), "{error:?}");
 
@@ -360,13 +396,8 @@ async fn events_and_commands_missing_what_they_need<S: Admin>(store: &S, outbox:
         })
         .await;
         let error = refused!(store, |conn| outbox.send(conn, &command));
-        says(
-            &error,
-            &[
-                "has an empty target service",
-                "name the service that must handle it",
-            ],
-        );
+        says(&error, &["has an empty target service"]);
+        hints(&error, &["name the service that must handle it"]);
     }
     for service in ["bill ing", "billing\n", &"b".repeat(129)] {
         let command = bandeja::tenant::scope(tenant("acme"), async {
@@ -374,22 +405,22 @@ async fn events_and_commands_missing_what_they_need<S: Admin>(store: &S, outbox:
         })
         .await;
         let error = refused!(store, |conn| outbox.send(conn, &command));
-        says(
-            &error,
-            &["target service name", "1 to 128 characters without spaces"],
+        assert!(
+            matches!(&error, Error::Message(e) if e.kind() == MessageErrorKind::InvalidTargetService),
+            "{error:?}"
         );
+        says(&error, &["target service name"]);
+        hints(&error, &["1 to 128 characters without spaces"]);
     }
 
     // Tenant ids that cannot be stored are refused when they are made.
     for id in ["", "acme\n", "ac\u{0}me", &"t".repeat(129)] {
         let error = TenantId::new(id).expect_err("refused");
         assert!(matches!(error, Error::InvalidTenant(_)), "{error:?}");
-        says(
+        says(&error, &["invalid tenant id"]);
+        hints(
             &error,
-            &[
-                "invalid tenant id",
-                "1 to 128 bytes of text without control characters",
-            ],
+            &["1 to 128 bytes of text without control characters"],
         );
     }
 }
@@ -461,7 +492,7 @@ async fn duplicate_ids<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandej
     again.id = first.id;
     let error = refused!(store, |conn| outbox.emit(conn, &again));
     match &error {
-        Error::Store(e) => assert_eq!(e.kind, StoreErrorKind::Duplicate, "{error}"),
+        Error::Store(e) => assert_eq!(e.kind(), StoreErrorKind::Duplicate, "{error}"),
         other => panic!("expected a Duplicate store error, got {other:?}"),
     }
     says(
@@ -474,7 +505,7 @@ async fn duplicate_ids<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandej
     // Through the runtime's own transaction too.
     let error = refused!(store, |_conn| bandeja.emit(&again));
     match &error {
-        Error::Store(e) => assert_eq!(e.kind, StoreErrorKind::Duplicate, "{error}"),
+        Error::Store(e) => assert_eq!(e.kind(), StoreErrorKind::Duplicate, "{error}"),
         other => panic!("expected a Duplicate store error, got {other:?}"),
     }
     assert_eq!(snapshot(store).await, before, "the first row is untouched");
@@ -483,13 +514,16 @@ async fn duplicate_ids<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandej
     let record = MessageRecord::from_event(&Event::new("Order", "b", note("n"))).expect("record");
     let error = refused!(store, |conn| outbox
         .emit_records(conn, vec![record.clone(), record.clone()]));
+    assert!(
+        matches!(&error, Error::Message(e) if e.kind() == MessageErrorKind::RepeatedId
+            && e.id() == record.id),
+        "{error:?}"
+    );
     says(
         &error,
-        &[
-            &format!("message id {} appears twice", record.id),
-            "give every message a fresh id",
-        ],
+        &[&format!("message id {} appears twice", record.id)],
     );
+    hints(&error, &["give every message a fresh id"]);
 
     // A command id already in the outbox of commands.
     let command = bandeja::tenant::scope(tenant("acme"), async {

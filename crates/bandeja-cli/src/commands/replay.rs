@@ -27,7 +27,7 @@ pub(crate) async fn run<S: Admin>(
     let filter = args.filters.to_filter(None, None);
     filter
         .check_replay()
-        .map_err(|e| CliError::Usage(e.source.to_string()))?;
+        .map_err(|e| CliError::Usage(e.get_ref().to_string()))?;
     let completed = args.filters.to_filter(Some(MessageStatus::Completed), None);
     let boxes = scan::boxes(&filter, &INBOXES);
     let counts = scan::count(store, &completed, &boxes).await?;

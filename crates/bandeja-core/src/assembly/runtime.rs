@@ -10,7 +10,7 @@ use tokio::task::JoinSet;
 use crate::config::Config;
 use crate::context::Shared;
 use crate::envelope::{Command, Event, Payload};
-use crate::error::{Error, Result};
+use crate::error::{BuildError, Error, Result};
 use crate::processing::{CommandHandler, EventHandler};
 use crate::reception::Reception;
 use crate::record::{BoxKind, MessageKind, MessageRecord, DEFAULT_MAX_PAYLOAD_BYTES};
@@ -87,7 +87,9 @@ impl<S: Store> BandejaBuilder<S> {
     ///
     /// An entry for the same subscriber in the configuration (`handler-timeouts` of the
     /// group) takes precedence, so operators can tune it without a rebuild. `build()` fails
-    /// when no handler is registered under `subscriber` or when `timeout` is zero.
+    /// when no handler is registered under `subscriber` or when `timeout` is zero (an
+    /// [`Error::Build`] of kind [`UnknownSubscriber`](crate::error::BuildErrorKind::UnknownSubscriber)
+    /// or [`HandlerTimeout`](crate::error::BuildErrorKind::HandlerTimeout)).
     #[must_use]
     pub fn handler_timeout(mut self, subscriber: &str, timeout: Duration) -> Self {
         self.handler_timeouts.insert(subscriber.to_owned(), timeout);
@@ -164,6 +166,12 @@ impl<S: Store> BandejaBuilder<S> {
 
     /// Validates the configuration and the subscribers (including the per-subscriber time
     /// limits: each must name a registered subscriber).
+    ///
+    /// A wiring mistake (a bad subscriber, service or type name, a duplicate subscriber, a
+    /// second command handler, a bad `handler_timeout`, a broker transport without a
+    /// service name or without a topic for the service's commands) is an
+    /// [`Error::Build`]: match on its [`kind`](crate::error::BuildError::kind), show its
+    /// [`hint`](crate::error::BuildError::hint). Bad configuration is an [`Error::Config`].
     pub fn build(mut self) -> Result<Bandeja<S>> {
         if !self.errors.is_empty() {
             return Err(self.errors.remove(0));
@@ -182,21 +190,17 @@ impl<S: Store> BandejaBuilder<S> {
         let routing = match (&self.transport, self.service) {
             (None, _) => None,
             (Some(transport), None) => {
-                return Err(Error::InvalidMessage(format!(
-                    "a broker transport (`{}`) needs the service's name: call `.service(\"<name>\")` on the builder",
-                    transport.name()
-                )))
+                return Err(BuildError::missing_service(transport.name()).into())
             }
             (Some(_), Some(service)) => {
-                crate::names::validate_name("service", &service)?;
+                if !crate::names::is_usable_name(&service) {
+                    return Err(BuildError::service_name(&service).into());
+                }
                 let routing = Routing::new(service, self.config.command_topics.clone());
                 if self.registry.has(MessageKind::Command) {
-                    routing.own_topic().map_err(|e| {
-                        Error::InvalidMessage(format!(
-                            "service `{}` handles commands but has no topic to receive them on: {e}",
-                            routing.service()
-                        ))
-                    })?;
+                    if let Err(no_route) = routing.own_topic() {
+                        return Err(BuildError::missing_route(no_route).into());
+                    }
                 }
                 Some(routing)
             }
@@ -410,10 +414,8 @@ impl<S: Store> Bandeja<S> {
                         }
                         let _ = stop.send(true);
                         while tasks.join_next().await.is_some() {}
-                        return Err(Error::Worker {
-                            worker: format!("{} receiver", transport.name()),
-                            reason: error.to_string(),
-                        });
+                        tracing::warn!(transport = transport.name(), ?kind, %error, "subscribing failed: not started");
+                        return Err(error.into());
                     }
                 }
             }

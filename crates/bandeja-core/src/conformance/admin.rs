@@ -1050,12 +1050,12 @@ pub async fn retry_and_replay_reject_filters_they_cannot_serve<S: Admin>(store: 
         .retry(&pending)
         .await
         .expect_err("retry of PENDING rows");
-    assert_eq!(err.kind, StoreErrorKind::Permanent, "{err}");
+    assert_eq!(err.kind(), StoreErrorKind::Permanent, "{err}");
     let err = store
         .replay(&pending)
         .await
         .expect_err("replay of PENDING rows");
-    assert_eq!(err.kind, StoreErrorKind::Permanent, "{err}");
+    assert_eq!(err.kind(), StoreErrorKind::Permanent, "{err}");
     let outbox = MessageFilter {
         box_kind: Some(BoxKind::OutboxEvents),
         ..Default::default()

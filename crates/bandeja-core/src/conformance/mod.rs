@@ -156,7 +156,7 @@ pub async fn duplicate_outbox_id_is_a_duplicate_error_and_writes_nothing<S: Insp
         .insert_outbox(&mut *tx, MessageKind::Event, &[ping(2, "b"), first.clone()])
         .await
         .expect_err("duplicate id must fail");
-    assert_eq!(err.kind, StoreErrorKind::Duplicate, "{err}");
+    assert_eq!(err.kind(), StoreErrorKind::Duplicate, "{err}");
     drop(tx);
     assert_eq!(rows(&store, BoxKind::OutboxEvents).await.len(), 1);
 }

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use super::Ping;
 use crate::config::{Config, ConfigErrorKind, Enabled};
 use crate::envelope::{Command, Event, MessageId, Payload};
-use crate::error::{Error, HandlerError};
+use crate::error::{BuildErrorKind, Error, HandlerError};
 use crate::processing::{CommandHandler, EventBatchHandler, EventHandler, HandlerContext};
 use crate::record::BoxKind;
 use crate::runtime::Bandeja;
@@ -1184,18 +1184,32 @@ pub async fn per_handler_timeout_mistakes_are_startup_errors<S: Inspect>(store: 
             other => panic!("expected an invalid value, got {other}"),
         }
     };
+    let built_wrong = |result: crate::error::Result<Bandeja<S>>| {
+        let error = result.err().expect("build must fail");
+        let text = error.to_string();
+        match error {
+            Error::Build(e) => (e.kind(), e.subscriber().map(str::to_owned), text),
+            other => panic!("expected a build error, got {other}"),
+        }
+    };
     let second = Duration::from_secs(1);
-    let (key, message) = rejected(build(Config::default(), Some(("ghost", second))));
-    assert_eq!(key, "BandejaBuilder::handler_timeout(\"ghost\")");
+    let (kind, name, message) = built_wrong(build(Config::default(), Some(("ghost", second))));
+    assert_eq!(kind, BuildErrorKind::UnknownSubscriber);
+    assert_eq!(name.as_deref(), Some("ghost"));
     assert!(
-        message.contains(
-            "no handler is registered under the subscriber name `ghost` (registered: `s`)"
-        ),
+        message.contains("handler_timeout(\"ghost\")")
+            && message.contains(
+                "no handler is registered under the subscriber name `ghost` (registered: `s`)"
+            ),
         "{message}"
     );
-    let (key, message) = rejected(build(Config::default(), Some(("s", Duration::ZERO))));
+    let (kind, name, message) = built_wrong(build(Config::default(), Some(("s", Duration::ZERO))));
+    assert_eq!(
+        (kind, name.as_deref()),
+        (BuildErrorKind::HandlerTimeout, Some("s"))
+    );
     assert!(
-        key.contains("(\"s\")") && message.contains("greater than zero"),
+        message.contains("(\"s\")") && message.contains("greater than zero"),
         "{message}"
     );
     let with = |group: BoxKind, name: &str, timeout: Duration| {
@@ -1455,7 +1469,7 @@ pub async fn duplicate_subscriber_is_a_startup_error<S: Inspect>(store: S) {
         .on_event::<Ping, _>("inventory", Recorder::new(Behaviour::Succeed))
         .build();
     assert!(
-        matches!(result, Err(Error::DuplicateSubscriber { ref subscriber, .. }) if subscriber == "inventory")
+        matches!(result, Err(Error::Build(ref e)) if e.kind() == BuildErrorKind::DuplicateSubscriber && e.subscriber() == Some("inventory"))
     );
 }
 

@@ -19,7 +19,7 @@ use super::runtime::{fast_config, Archive};
 use super::Ping;
 use crate::config::Config;
 use crate::envelope::{Command, Event, MessageId};
-use crate::error::{Error, HandlerError};
+use crate::error::{Error, HandlerError, StoreError, StoreErrorKind};
 use crate::processing::{CommandHandler, EventHandler, HandlerContext};
 use crate::reception::InboxSink;
 use crate::record::{BoxKind, MessageKind, MessageRecord};
@@ -336,10 +336,11 @@ impl InboxSink for Faulty {
             })
             .unwrap_or(false);
         match self.after {
-            AfterStore::FailOnce if first => Err(Error::Worker {
-                worker: "conformance".into(),
-                reason: "crashed after storing, before acknowledging".into(),
-            }),
+            AfterStore::FailOnce if first => Err(Error::Store(StoreError::new(
+                StoreErrorKind::Transient,
+                "conformance",
+                "crashed after storing, before acknowledging",
+            ))),
             AfterStore::Hang => std::future::pending().await,
             AfterStore::FailOnce => Ok(report),
         }
@@ -613,7 +614,7 @@ pub async fn commands_reach_the_service_their_topic_names<S: Inspect>(h: Harness
     .expect("command");
     let refused = producer.send(&lost).await;
     assert!(
-        matches!(&refused, Err(Error::NoRoute(e)) if e.service == "nowhere"),
+        matches!(&refused, Err(Error::NoRoute(e)) if e.service() == "nowhere"),
         "{refused:?}"
     );
     let mut tx = orders.begin().await.expect("begin");

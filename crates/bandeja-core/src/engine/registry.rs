@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::envelope::Payload;
-use crate::error::{Error, Result};
+use crate::error::{BuildError, Result};
 use crate::handler::{
     CommandAdapter, CommandHandler, ErasedHandler, EventAdapter, EventBatchAdapter,
     EventBatchHandler, EventHandler,
@@ -43,23 +43,23 @@ impl<S: Store> Registry<S> {
         message_type: &str,
         subscriber: Subscriber<S>,
     ) -> Result<()> {
-        crate::names::validate_name("subscriber", &subscriber.name)?;
-        crate::names::validate_type_name(message_type)?;
+        if !crate::names::is_usable_name(&subscriber.name) {
+            return Err(BuildError::subscriber_name(&subscriber.name, message_type).into());
+        }
+        if !crate::names::is_usable_type_name(message_type) {
+            return Err(BuildError::invalid_message_type(message_type, &subscriber.name).into());
+        }
         let list = self
             .by_type
             .entry((kind, message_type.to_owned()))
             .or_default();
         if list.iter().any(|s| s.name == subscriber.name) {
-            return Err(Error::DuplicateSubscriber {
-                message_type: message_type.to_owned(),
-                subscriber: subscriber.name,
-            });
+            return Err(BuildError::duplicate_subscriber(message_type, &subscriber.name).into());
         }
-        if kind == MessageKind::Command && !list.is_empty() {
-            return Err(Error::InvalidMessage(format!(
-                "command type `{message_type}` already has a handler (`{}`); a command has exactly one handler: put both reactions in one handler or emit an event",
-                list[0].name
-            )));
+        if let (MessageKind::Command, Some(existing)) = (kind, list.first()) {
+            let error =
+                BuildError::second_command_handler(message_type, &subscriber.name, &existing.name);
+            return Err(error.into());
         }
         list.push(subscriber);
         Ok(())

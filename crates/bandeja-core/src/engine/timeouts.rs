@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::config::{format_duration, Config, ConfigError};
-use crate::error::Result;
+use crate::error::{BuildError, Result};
 use crate::record::BoxKind;
 use crate::record::MessageKind;
 use crate::registry::Registry;
@@ -29,19 +29,16 @@ fn listed(names: &[&str]) -> String {
 /// Merges the time limits set in code into `config` (a `handler-timeouts` entry of the
 /// configuration for the same subscriber takes precedence), then checks that every name
 /// is a registered subscriber of its group. Run after [`Config::validate`], which rejects
-/// a zero limit in the configuration; a zero limit set in code is rejected here.
+/// a zero limit in the configuration; a zero limit set in code, or one for a name no
+/// handler is registered under, is a [`BuildError`] here.
 pub(crate) fn resolve<S: Store>(
     config: &mut Config,
     registry: &Registry<S>,
     from_code: &BTreeMap<String, Duration>,
 ) -> Result<()> {
     for (subscriber, &timeout) in from_code {
-        let key = format!("BandejaBuilder::handler_timeout(\"{subscriber}\")");
         if timeout.is_zero() {
-            let reason = "must be greater than zero: leave the call out to use the group's \
-                          handler-timeout"
-                .to_owned();
-            return Err(invalid(key, timeout, reason));
+            return Err(BuildError::zero_handler_timeout(subscriber).into());
         }
         let kinds: Vec<MessageKind> = KINDS
             .into_iter()
@@ -58,11 +55,7 @@ pub(crate) fn resolve<S: Store>(
                 .collect();
             names.sort_unstable();
             names.dedup();
-            let reason = format!(
-                "no handler is registered under the subscriber name `{subscriber}` (registered: {}): fix the name or register the handler",
-                listed(&names)
-            );
-            return Err(invalid(key, timeout, reason));
+            return Err(BuildError::unknown_subscriber(subscriber, &names).into());
         }
         for kind in kinds {
             let group = config.group_mut(kind.inbox());

@@ -451,7 +451,7 @@ mod tests {
             ..Default::default()
         };
         let err = outbox.check_replay().expect_err("outbox");
-        assert_eq!(err.kind, StoreErrorKind::Permanent);
+        assert_eq!(err.kind(), StoreErrorKind::Permanent);
         assert!(err.to_string().contains("outbox_commands"), "{err}");
     }
 

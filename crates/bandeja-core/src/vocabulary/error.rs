@@ -1,9 +1,24 @@
-//! The core error type and the error kinds that let a worker decide retry or FAILED.
+//! The core error type and the typed errors inside it, each with a kind that lets the caller
+//! decide (retry, FAILED, fix the wiring) without parsing text.
+//!
+//! Every error prints one short sentence saying what is wrong. What to do about it is
+//! [`Error::hint`] (and the `hint()` of each error type), so a program or a command line can
+//! print it on a line of its own.
 
 use std::error::Error as StdError;
 
 use crate::config::ConfigError;
 use crate::status::TransitionError;
+
+mod build;
+mod message;
+mod store;
+mod transport;
+
+pub use build::{BuildError, BuildErrorKind};
+pub use message::{MessageError, MessageErrorKind};
+pub use store::{FailureKind, HandlerError, StoreError, StoreErrorKind};
+pub use transport::{NoRoute, TransportError, TransportErrorKind};
 
 /// A boxed error source.
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
@@ -16,12 +31,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// `Command::to` / `Command::to_self` were called outside a tenant scope.
-    #[error("no tenant in context: run this inside `bandeja::tenant::scope(tenant, ...)` so the command knows its source tenant")]
+    #[error("no tenant in context")]
     NoTenant,
     /// A tenant id that cannot be used (the id, cut to 128 characters).
-    #[error(
-        "invalid tenant id {0:?}: a tenant id is 1 to 128 bytes of text without control characters"
-    )]
+    #[error("invalid tenant id {0:?}")]
     InvalidTenant(String),
     /// An illegal status transition.
     #[error(transparent)]
@@ -38,17 +51,12 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// A message that breaks an envelope rule (empty type, missing aggregate id, bad header...).
-    #[error("invalid message: {0}")]
-    InvalidMessage(String),
-    /// Two subscribers registered with the same name for the same message type.
-    #[error("duplicate subscriber `{subscriber}` for message type `{message_type}`: give each subscriber a unique name")]
-    DuplicateSubscriber {
-        /// The message type.
-        message_type: String,
-        /// The repeated name.
-        subscriber: String,
-    },
+    /// A message (or a batch of them) that breaks an envelope rule: nothing was written.
+    #[error(transparent)]
+    Message(#[from] MessageError),
+    /// A wiring mistake found when the runtime is built: nothing was started.
+    #[error(transparent)]
+    Build(#[from] BuildError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -58,141 +66,54 @@ pub enum Error {
     /// A command whose target service has no topic in `commands.topics`.
     #[error(transparent)]
     NoRoute(#[from] NoRoute),
-    /// A worker task ended abnormally.
-    #[error("worker `{worker}` stopped abnormally: {reason}")]
-    Worker {
-        /// Which worker.
-        worker: String,
-        /// Why.
-        reason: String,
-    },
+    /// Messages arrived before this process's subscriptions were registered in the
+    /// database: nothing was stored, the transport keeps them and delivers them again.
+    #[error("this process's subscriptions are not registered yet")]
+    NotRegistered,
 }
 
-/// What kind of store failure happened: lets the caller choose retry or give up without
-/// parsing text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum StoreErrorKind {
-    /// The database is unreachable, busy or timed out: try again later.
-    Transient,
-    /// A unique key already exists (duplicate message id).
-    Duplicate,
-    /// A row could not be decoded or a statement is wrong: retrying will not help.
-    Permanent,
-    /// The migrations have not been run or failed.
-    Migration,
-}
-
-/// A store operation that failed, with its kind and the driver error as source.
-#[derive(Debug, thiserror::Error)]
-#[error("{operation} failed ({kind:?}): {source}")]
-pub struct StoreError {
-    /// The kind of failure.
-    pub kind: StoreErrorKind,
-    /// What the store was doing (`claim outbox_events`, `insert into outbox`...).
-    pub operation: &'static str,
-    /// The underlying error.
-    #[source]
-    pub source: BoxError,
-}
-
-impl StoreError {
-    /// Builds a store error.
-    pub fn new(kind: StoreErrorKind, operation: &'static str, source: impl Into<BoxError>) -> Self {
-        StoreError {
-            kind,
-            operation,
-            source: source.into(),
-        }
-    }
-
-    /// Whether trying again later may succeed.
-    pub fn is_transient(&self) -> bool {
-        self.kind == StoreErrorKind::Transient
-    }
-}
-
-/// Whether a handler's failure may succeed on a later attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
-    /// Retry with backoff until `max-retries`.
-    Retriable,
-    /// Go to FAILED at once, without spending retries.
-    Permanent,
-}
-
-/// The error a handler returns. Any error converts into a retriable one with `?`; use
-/// [`HandlerError::permanent`] for errors that retrying cannot fix.
-#[derive(Debug)]
-pub struct HandlerError {
-    /// Retriable or permanent.
-    pub kind: FailureKind,
-    /// What went wrong.
-    pub source: BoxError,
-}
-
-impl HandlerError {
-    /// A failure that may succeed later (the default for `?`).
-    pub fn retriable(source: impl Into<BoxError>) -> Self {
-        HandlerError {
-            kind: FailureKind::Retriable,
-            source: source.into(),
-        }
-    }
-
-    /// A failure that retrying cannot fix: the message goes to FAILED at once.
-    pub fn permanent(source: impl Into<BoxError>) -> Self {
-        HandlerError {
-            kind: FailureKind::Permanent,
-            source: source.into(),
+impl Error {
+    /// What to do about this error, when bandeja knows: a sentence to show next to the
+    /// error (a command line prints it on a second line). `None` for the errors whose
+    /// message already says it all (a configuration error names its key and the rule).
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::NoTenant => Some(
+                "run this inside `bandeja::tenant::scope(tenant, ...)` so the command knows \
+                 its source tenant"
+                    .to_owned(),
+            ),
+            Error::InvalidTenant(_) => {
+                Some("a tenant id is 1 to 128 bytes of text without control characters".to_owned())
+            }
+            Error::Serialize { .. } => {
+                Some("make the payload serializable as JSON (a map needs string keys)".to_owned())
+            }
+            Error::Message(e) => Some(e.hint().to_owned()),
+            Error::Build(e) => Some(e.hint().to_owned()),
+            Error::Store(e) => e.hint().map(str::to_owned),
+            Error::Transport(e) => e.hint().map(str::to_owned),
+            Error::NoRoute(e) => Some(e.hint()),
+            Error::NotRegistered => Some(
+                "the database did not answer when the process started; the messages stay \
+                 with the broker and come again"
+                    .to_owned(),
+            ),
+            Error::Transition(_) | Error::Config(_) => None,
         }
     }
 }
 
-impl std::fmt::Display for HandlerError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.source)?;
-        let mut next = self.source.source();
-        while let Some(cause) = next {
-            write!(f, ": {cause}")?;
-            next = cause.source();
-        }
-        Ok(())
+/// `name` for a one-line message: control characters escaped, cut to 64 characters.
+pub(crate) fn shown(name: &str) -> String {
+    const MOST: usize = 64;
+    let escaped: String = name.escape_debug().collect();
+    match escaped.char_indices().nth(MOST) {
+        Some((at, _)) => format!("{}…", &escaped[..at]),
+        None => escaped,
     }
 }
 
-impl<E: Into<BoxError>> From<E> for HandlerError {
-    fn from(source: E) -> Self {
-        HandlerError::retriable(source)
-    }
-}
-
-/// Why a publish did not count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TransportErrorKind {
-    /// The broker is unreachable or did not acknowledge in time: retry later without
-    /// spending the message's retries.
-    Unavailable,
-    /// The broker refused this message (too large, no route...): counts as a failed attempt.
-    Rejected,
-}
-
-/// A publish or subscription failure.
-#[derive(Debug, thiserror::Error)]
-#[error("transport {kind:?}: {source}")]
-pub struct TransportError {
-    /// The kind, so the worker decides without parsing text.
-    pub kind: TransportErrorKind,
-    /// The broker client's error.
-    #[source]
-    pub source: BoxError,
-}
-
-/// A command whose target service has no topic.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no route for commands to service `{service}`: add `[commands.topics] {service} = \"<topic>\"` (or BANDEJA_COMMANDS_TOPICS) to the configuration of the sending service")]
-pub struct NoRoute {
-    /// The target service.
-    pub service: String,
-}
+#[cfg(test)]
+mod tests;

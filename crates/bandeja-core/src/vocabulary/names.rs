@@ -1,8 +1,6 @@
 //! The name rules every tier shares: what makes a message type, subscriber or service name
 //! usable, and the reserved names bandeja itself uses in the inbox.
 
-use crate::error::{Error, Result};
-
 /// The message type given to a body that could not be read as a message.
 pub const MALFORMED_TYPE: &str = "bandeja.malformed";
 /// The subscriber name of inbox rows stored for messages no local handler can take (a body
@@ -12,31 +10,25 @@ pub const REJECTED_SUBSCRIBER: &str = "bandeja.rejected";
 /// The header of a rejected inbox row that holds why it was rejected.
 pub const REJECTED_HEADER: &str = "bandeja-rejected";
 
-/// Checks a message type name: non-empty, at most 255 bytes, no whitespace or control characters.
-pub fn validate_type_name(name: &str) -> Result<()> {
-    if name.is_empty()
-        || name.len() > 255
-        || name.chars().any(|c| c.is_whitespace() || c.is_control())
-    {
-        return Err(Error::InvalidMessage(format!(
-            "message type `{}` is not usable: set `Payload::TYPE` to a stable name of 1 to 255 \
-             characters without spaces or control characters, such as `shop.OrderPlaced`",
-            name.escape_debug()
-        )));
-    }
-    Ok(())
+/// Whether `name` is a usable message type name: non-empty, at most 255 bytes, no
+/// whitespace or control characters. Where the name comes from decides the error:
+/// [`BuildErrorKind::MessageType`](crate::error::BuildErrorKind::MessageType) for a
+/// handler's type, [`MessageErrorKind::InvalidType`](crate::error::MessageErrorKind::InvalidType)
+/// for a message's.
+#[must_use]
+pub fn is_usable_type_name(name: &str) -> bool {
+    usable(name, 255)
 }
 
-/// Checks a subscriber or service name (`what` says which, for the message): 1 to 128
-/// characters, no whitespace or control characters.
-pub fn validate_name(what: &str, name: &str) -> Result<()> {
-    if name.is_empty()
-        || name.len() > 128
-        || name.chars().any(|c| c.is_whitespace() || c.is_control())
-    {
-        return Err(Error::InvalidMessage(format!(
-            "{what} name `{name}` is not usable: use 1 to 128 characters without spaces"
-        )));
-    }
-    Ok(())
+/// Whether `name` is a usable subscriber or service name: 1 to 128 bytes, no whitespace or
+/// control characters.
+#[must_use]
+pub fn is_usable_name(name: &str) -> bool {
+    usable(name, 128)
+}
+
+fn usable(name: &str, most: usize) -> bool {
+    !name.is_empty()
+        && name.len() <= most
+        && !name.chars().any(|c| c.is_whitespace() || c.is_control())
 }

@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 
 use crate::envelope::{Command, Direction, Event, Headers, MessageId, Payload};
-use crate::error::{Error, Result};
-use crate::names::{validate_name, validate_type_name};
+use crate::error::{Error, MessageError, Result};
+use crate::names::{is_usable_name, is_usable_type_name};
 use crate::status::MessageStatus;
 use crate::tenant::TenantId;
 
@@ -192,7 +192,9 @@ impl MessageRecord {
     /// The record of an event whose aggregate id may still be missing (see
     /// [`RecordedEvents`](crate::emission::RecordedEvents)).
     pub(crate) fn from_event_unhydrated<T: Payload>(event: &Event<T>) -> Result<Self> {
-        validate_type_name(&event.event_type)?;
+        if !is_usable_type_name(&event.event_type) {
+            return Err(MessageError::invalid_type(event.id, &event.event_type).into());
+        }
         let payload = serialize(&event.event_type, &event.payload)?;
         let mut headers = event.headers.clone();
         headers.correlation_id = event.correlation_id.clone();
@@ -230,12 +232,12 @@ impl MessageRecord {
         }
     }
 
-    pub(crate) fn require_aggregate_id(&self) -> Result<()> {
+    pub(crate) fn require_aggregate_id(&self) -> Result<(), MessageError> {
         if self.kind == MessageKind::Event && self.aggregate_id.is_none() {
-            return Err(Error::InvalidMessage(format!(
-                "event `{}` ({}) has no aggregate id: hydrate it after inserting the aggregate, before emitting",
-                self.message_type, self.id
-            )));
+            return Err(MessageError::missing_aggregate_id(
+                self.id,
+                &self.message_type,
+            ));
         }
         self.check_field("aggregate id", self.aggregate_id.as_deref())
     }
@@ -243,16 +245,19 @@ impl MessageRecord {
     /// The record of a command. Fails on an empty type, a target service that breaks the
     /// rule of service names, a payload that does not serialize or text no store can keep.
     pub fn from_command<T: Payload>(command: &Command<T>) -> Result<Self> {
-        validate_type_name(&command.command_type)?;
+        let (id, message_type) = (command.id, command.command_type.as_str());
+        if !is_usable_type_name(message_type) {
+            return Err(MessageError::invalid_type(id, message_type).into());
+        }
         if command.target_service.trim().is_empty() {
-            return Err(Error::InvalidMessage(format!(
-                "command `{}` has an empty target service: name the service that must handle it",
-                command.command_type
-            )));
+            return Err(MessageError::missing_target_service(id, message_type).into());
         }
         // The rule every service name follows (`BandejaBuilder::service`): a target that
         // breaks it could never be routed to a service.
-        validate_name("target service", &command.target_service)?;
+        if !is_usable_name(&command.target_service) {
+            let target = &command.target_service;
+            return Err(MessageError::invalid_target_service(id, message_type, target).into());
+        }
         let payload = serialize(&command.command_type, &command.payload)?;
         let mut headers = command.headers.clone();
         headers.correlation_id = command.correlation_id.clone();
@@ -283,15 +288,15 @@ impl MessageRecord {
     }
 
     /// Rejects a payload larger than `max_bytes`.
-    pub fn check_size(&self, max_bytes: usize) -> Result<()> {
+    pub fn check_size(&self, max_bytes: usize) -> Result<(), MessageError> {
         if self.payload.len() > max_bytes {
-            return Err(Error::InvalidMessage(format!(
-                "payload of `{}` is {} bytes, over the limit of {max_bytes}: store large data \
-                 elsewhere and send a reference, or raise the limit with \
-                 `Outbox::max_payload_bytes` (default {DEFAULT_MAX_PAYLOAD_BYTES})",
-                self.message_type,
-                self.payload.len()
-            )));
+            let size = self.payload.len();
+            return Err(MessageError::too_large(
+                self.id,
+                &self.message_type,
+                size,
+                max_bytes,
+            ));
         }
         Ok(())
     }
@@ -299,7 +304,7 @@ impl MessageRecord {
     /// Rejects text that no store can keep: a NUL character (`\0`) in the payload, a
     /// header or a text column. PostgreSQL refuses NUL in `text` and `jsonb`, so a message
     /// holding one could be written on one store and not on another; it is refused on all.
-    pub fn check_storable(&self) -> Result<()> {
+    pub fn check_storable(&self) -> Result<(), MessageError> {
         self.check_field("aggregate id", self.aggregate_id.as_deref())?;
         self.check_field("aggregate type", self.aggregate_type.as_deref())?;
         self.check_field("partition key", self.partition_key.as_deref())?;
@@ -315,28 +320,20 @@ impl MessageRecord {
             self.check_field(&format!("header `{name}`"), Some(value))?;
         }
         if json_has_nul(&self.payload) {
-            return Err(Error::InvalidMessage(format!(
-                "payload of `{}` ({}) contains a NUL character (`\\u0000`), which PostgreSQL \
-                 cannot store: remove it, or encode binary data (base64, say)",
-                self.message_type, self.id
-            )));
+            return Err(self.nul_error("payload"));
         }
         Ok(())
     }
 
-    fn check_field(&self, what: &str, value: Option<&str>) -> Result<()> {
+    fn check_field(&self, what: &str, value: Option<&str>) -> Result<(), MessageError> {
         match value {
             Some(text) if text.contains('\0') => Err(self.nul_error(what)),
             _ => Ok(()),
         }
     }
 
-    fn nul_error(&self, what: &str) -> Error {
-        Error::InvalidMessage(format!(
-            "the {what} of `{}` ({}) contains a NUL character, which PostgreSQL cannot \
-             store: remove it, or encode binary data (base64, say)",
-            self.message_type, self.id
-        ))
+    fn nul_error(&self, what: &str) -> MessageError {
+        MessageError::nul_character(self.id, &self.message_type, &format!("the {what}"))
     }
 }
 

@@ -31,11 +31,24 @@ pub enum MessageStatus {
 /// An attempted transition that the life cycle does not allow.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("illegal status transition: cannot {action} a message that is {from}")]
+#[non_exhaustive]
 pub struct TransitionError {
+    from: MessageStatus,
+    action: &'static str,
+}
+
+impl TransitionError {
     /// The status the message had.
-    pub from: MessageStatus,
-    /// What was attempted (`process`, `complete`, `fail`).
-    pub action: &'static str,
+    #[must_use]
+    pub fn from(&self) -> MessageStatus {
+        self.from
+    }
+
+    /// What was attempted (`process`, `complete`, `fail`, `resubmit`).
+    #[must_use]
+    pub fn action(&self) -> &'static str {
+        self.action
+    }
 }
 
 /// The status and retry count a message has after an attempt.

@@ -78,7 +78,7 @@ pub(crate) async fn emit(store: &PgStore, plan: &Plan) -> Result<Emission, Strin
             let outcome = tokio::time::timeout(HANG, emit_batch(store, batch.clone())).await;
             let error = match outcome {
                 Ok(Ok(())) => break,
-                Ok(Err(Error::Store(e))) if e.kind == StoreErrorKind::Duplicate => {
+                Ok(Err(Error::Store(e))) if e.kind() == StoreErrorKind::Duplicate => {
                     report.committed_before_error += 1;
                     break;
                 }

@@ -402,7 +402,7 @@ mod tests {
             &"s".repeat(64),
         ] {
             let err = validate_schema(bad).expect_err(bad);
-            assert_eq!(err.kind, StoreErrorKind::Permanent);
+            assert_eq!(err.kind(), StoreErrorKind::Permanent);
             assert!(err.to_string().contains("invalid schema name"), "{err}");
         }
     }

@@ -136,7 +136,7 @@ mod tests {
 
     fn handler_chain(error: impl Into<bandeja_core::BoxError>) -> bool {
         let handler = HandlerError::retriable(error);
-        in_chain(handler.source.as_ref())
+        in_chain(handler.get_ref())
     }
 
     #[test]
@@ -198,12 +198,12 @@ mod tests {
         // (an overloaded database, for a claim or a resolve).
         for code in ["40001", "40P01", "55P03", "08006", "53300", "57014"] {
             let error = crate::sqlx_error("claim", db(code));
-            assert_eq!(error.kind, StoreErrorKind::Transient, "{code}");
+            assert_eq!(error.kind(), StoreErrorKind::Transient, "{code}");
             assert!(in_chain(&error), "{code}");
         }
         for code in ["42601", "22012"] {
             assert_eq!(
-                crate::sqlx_error("claim", db(code)).kind,
+                crate::sqlx_error("claim", db(code)).kind(),
                 StoreErrorKind::Permanent,
                 "{code}"
             );

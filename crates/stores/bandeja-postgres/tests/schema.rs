@@ -130,5 +130,5 @@ async fn unmigrated_schema_is_a_migration_error() {
         .claim(BoxKind::OutboxEvents, &request)
         .await
         .expect_err("no tables yet");
-    assert_eq!(err.kind, StoreErrorKind::Migration, "{err}");
+    assert_eq!(err.kind(), StoreErrorKind::Migration, "{err}");
 }

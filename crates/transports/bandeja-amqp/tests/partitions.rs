@@ -19,9 +19,9 @@ async fn a_process_with_another_partition_count_is_refused_at_start() {
     let refused = AmqpTransport::connect(options(&prefix).partitions(8))
         .await
         .expect_err("8 partitions where the system uses 4");
-    assert_eq!(refused.kind, TransportErrorKind::Rejected, "{refused}");
+    assert_eq!(refused.kind(), TransportErrorKind::Rejected, "{refused}");
     let error = refused
-        .source
+        .get_ref()
         .downcast_ref::<AmqpError>()
         .unwrap_or_else(|| panic!("an AmqpError: {refused:?}"));
     assert!(

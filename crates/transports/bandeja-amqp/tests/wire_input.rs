@@ -122,7 +122,7 @@ fn request(kind: MessageKind, service: &str, address: &str) -> SubscribeRequest 
 
 fn amqp_error(error: &TransportError) -> &AmqpError {
     error
-        .source
+        .get_ref()
         .downcast_ref::<AmqpError>()
         .unwrap_or_else(|| panic!("an AmqpError: {error:?}"))
 }
@@ -240,7 +240,7 @@ async fn connecting_where_nothing_listens_fails_quickly_and_says_where() {
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(error.kind, TransportErrorKind::Unavailable);
+    assert_eq!(error.kind(), TransportErrorKind::Unavailable);
     assert!(
         matches!(
             amqp_error(&error),
@@ -277,7 +277,7 @@ async fn invalid_options_are_rejected_naming_the_option() {
         let error = AmqpTransport::connect(options)
             .await
             .expect_err("invalid options");
-        assert_eq!(error.kind, TransportErrorKind::Rejected, "{error}");
+        assert_eq!(error.kind(), TransportErrorKind::Rejected, "{error}");
         assert!(
             matches!(amqp_error(&error), AmqpError::InvalidOptions(_)),
             "{error:?}"
@@ -306,7 +306,7 @@ async fn a_command_nobody_consumes_yet_is_rejected_until_a_queue_is_bound() {
         .publish(MessageKind::Command, std::slice::from_ref(&message), soon())
         .await;
     let error = results[0].as_ref().expect_err("returned");
-    assert_eq!(error.kind, TransportErrorKind::Rejected, "{error}");
+    assert_eq!(error.kind(), TransportErrorKind::Rejected, "{error}");
     assert!(
         matches!(amqp_error(error), AmqpError::Unroutable { routing_key, .. } if routing_key == "p2.billing-commands"),
         "{error:?}"
@@ -354,7 +354,7 @@ async fn a_routing_key_over_255_bytes_is_rejected_alone() {
     assert_eq!(results.len(), 3);
     assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
     let error = results[1].as_ref().expect_err("too long");
-    assert_eq!(error.kind, TransportErrorKind::Rejected);
+    assert_eq!(error.kind(), TransportErrorKind::Rejected);
     assert!(
         matches!(amqp_error(error), AmqpError::NameTooLong { len: 257, .. }),
         "{error:?}"
@@ -367,7 +367,7 @@ async fn a_routing_key_over_255_bytes_is_rejected_alone() {
         )
         .await;
     assert!(
-        matches!(&beyond[0], Err(e) if e.kind == TransportErrorKind::Rejected),
+        matches!(&beyond[0], Err(e) if e.kind() == TransportErrorKind::Rejected),
         "partition 4 of 4: {beyond:?}"
     );
 }
@@ -492,7 +492,7 @@ async fn a_publisher_whose_exchange_is_deleted_declares_it_again() {
             outcomes
                 .lock()
                 .expect("outcomes")
-                .push(outcome.map_err(|e| e.kind));
+                .push(outcome.map_err(|e| e.kind()));
             ok.then_some(())
         }
     })

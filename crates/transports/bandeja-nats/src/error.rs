@@ -2,7 +2,7 @@
 //! [`TransportError`](bandeja_core::transport::TransportError) of the right kind.
 //!
 //! A [`TransportError`] returned by this crate carries a [`NatsError`] as its source
-//! (`error.source.downcast_ref::<NatsError>()`), which keeps the client's own typed error.
+//! (`error.get_ref().downcast_ref::<NatsError>()`), which keeps the client's own typed error.
 
 use async_nats::jetstream::context::{CreateStreamError, CreateStreamErrorKind};
 use async_nats::jetstream::context::{PublishError, PublishErrorKind};
@@ -174,7 +174,7 @@ mod tests {
             source: PublishError::new(PublishErrorKind::MaxPayloadExceeded),
         };
         assert_eq!(
-            TransportError::from(too_big).kind,
+            TransportError::from(too_big).kind(),
             TransportErrorKind::Rejected
         );
         for kind in [
@@ -187,12 +187,12 @@ mod tests {
                 source: PublishError::new(kind),
             };
             assert_eq!(
-                TransportError::from(error).kind,
+                TransportError::from(error).kind(),
                 TransportErrorKind::Unavailable
             );
         }
         let options = TransportError::from(NatsError::from(OptionsError::NoPartitions));
-        assert_eq!(options.kind, TransportErrorKind::Rejected);
+        assert_eq!(options.kind(), TransportErrorKind::Rejected);
         assert!(options.to_string().contains("partitions"), "{options}");
     }
 }

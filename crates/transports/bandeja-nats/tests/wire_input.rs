@@ -189,12 +189,12 @@ async fn connecting_to_a_server_that_is_not_listening_fails_quickly_and_clearly(
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(error.kind, TransportErrorKind::Unavailable);
+    assert_eq!(error.kind(), TransportErrorKind::Unavailable);
     let text = error.to_string();
     assert!(text.contains("nats://127.0.0.1:1"), "{text}");
     assert!(
         matches!(
-            error.source.downcast_ref::<NatsError>(),
+            error.get_ref().downcast_ref::<NatsError>(),
             Some(NatsError::Connect { .. })
         ),
         "{error:?}"
@@ -223,8 +223,8 @@ async fn invalid_options_are_refused_before_connecting() {
         let error = NatsTransport::connect(options.url("nats://127.0.0.1:1"))
             .await
             .expect_err("invalid");
-        assert_eq!(error.kind, TransportErrorKind::Rejected);
-        match error.source.downcast_ref::<NatsError>() {
+        assert_eq!(error.kind(), TransportErrorKind::Rejected);
+        match error.get_ref().downcast_ref::<NatsError>() {
             Some(NatsError::Options(found)) => assert_eq!(found, &expected),
             other => panic!("{other:?}"),
         }
@@ -263,11 +263,15 @@ async fn refused_messages_are_rejected_and_a_missing_stream_is_declared_again() 
     let out_of_range = publish_one(&transport, &record, 4, body.clone())
         .await
         .expect_err("partition 4 of 4");
-    assert_eq!(out_of_range.kind, TransportErrorKind::Rejected);
+    assert_eq!(out_of_range.kind(), TransportErrorKind::Rejected);
     let too_large = publish_one(&transport, &record, 0, vec![b' '; 8 * 1024 * 1024])
         .await
         .expect_err("larger than the server's max_payload");
-    assert_eq!(too_large.kind, TransportErrorKind::Rejected, "{too_large}");
+    assert_eq!(
+        too_large.kind(),
+        TransportErrorKind::Rejected,
+        "{too_large}"
+    );
 
     let client = async_nats::connect(URL).await.expect("connect");
     jetstream::new(client)
@@ -277,7 +281,7 @@ async fn refused_messages_are_rejected_and_a_missing_stream_is_declared_again() 
     let missing = publish_one(&transport, &record, 0, body.clone())
         .await
         .expect_err("no stream");
-    assert_eq!(missing.kind, TransportErrorKind::Unavailable, "{missing}");
+    assert_eq!(missing.kind(), TransportErrorKind::Unavailable, "{missing}");
     publish_one(&transport, &record, 0, body)
         .await
         .expect("the stream was declared again");

@@ -145,9 +145,9 @@ pub async fn publish_returns_at_its_deadline(
         let error = result
             .as_ref()
             .expect_err("no acknowledgement from a black hole");
-        assert_eq!(error.kind, TransportErrorKind::Unavailable, "{error}");
+        assert_eq!(error.kind(), TransportErrorKind::Unavailable, "{error}");
         assert!(
-            error.source.downcast_ref::<PublishDeadline>().is_some(),
+            error.get_ref().downcast_ref::<PublishDeadline>().is_some(),
             "{error:?}"
         );
     }

@@ -336,7 +336,7 @@ pub async fn a_publish_past_its_deadline_is_unavailable<S: Inspect>(h: Harness<S
     assert_eq!(results.len(), 3, "one result per message");
     for result in &results {
         assert!(
-            matches!(result, Err(e) if e.kind == TransportErrorKind::Unavailable),
+            matches!(result, Err(e) if e.kind() == TransportErrorKind::Unavailable),
             "{result:?}"
         );
     }

@@ -42,7 +42,7 @@ pub struct OutboxReplay {
 /// that [`Admin::replay_outbox`](super::Admin::replay_outbox) and
 /// [`Admin::count_outbox_replay`](super::Admin::count_outbox_replay) return, so callers
 /// can tell a bad request ([`ReplayRefused::is_bad_filter`]) from a box that keeps nothing
-/// to replay, with `error.source.downcast_ref::<ReplayRefused>()`.
+/// to replay, with `error.get_ref().downcast_ref::<ReplayRefused>()`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReplayRefused {
@@ -95,7 +95,7 @@ impl ReplayRefused {
 
     /// The refusal inside `error`, if it is one.
     pub fn of(error: &StoreError) -> Option<&ReplayRefused> {
-        error.source.downcast_ref::<ReplayRefused>()
+        error.get_ref().downcast_ref::<ReplayRefused>()
     }
 }
 
@@ -189,7 +189,7 @@ mod tests {
 
     fn refused(replay: &OutboxReplay) -> ReplayRefused {
         let err = replay.check().expect_err("refused");
-        assert_eq!(err.kind, StoreErrorKind::Permanent);
+        assert_eq!(err.kind(), StoreErrorKind::Permanent);
         ReplayRefused::of(&err).cloned().expect("a refusal")
     }
 

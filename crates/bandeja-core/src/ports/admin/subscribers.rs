@@ -482,7 +482,7 @@ impl RetireRefused {
     /// The refusal behind `error`, if it is one.
     #[must_use]
     pub fn of(error: &StoreError) -> Option<&RetireRefused> {
-        error.source.downcast_ref::<RetireRefused>()
+        error.get_ref().downcast_ref::<RetireRefused>()
     }
 
     /// As the [`StoreError`] `retire` returns (permanent: retrying as is will not help).

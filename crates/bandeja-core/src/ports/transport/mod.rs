@@ -23,7 +23,6 @@ pub mod wire;
 
 pub use sink::InboxSink;
 
-use crate::error::BoxError;
 use crate::record::{MessageKind, MessageRecord};
 
 pub use crate::error::{TransportError, TransportErrorKind};
@@ -118,21 +117,5 @@ impl TransportError {
     /// A message not acknowledged before the publish deadline (unavailable).
     pub fn deadline() -> Self {
         TransportError::unavailable(PublishDeadline)
-    }
-
-    /// An unavailable broker (retried later without spending retries).
-    pub fn unavailable(source: impl Into<BoxError>) -> Self {
-        TransportError {
-            kind: TransportErrorKind::Unavailable,
-            source: source.into(),
-        }
-    }
-
-    /// A message the broker refused (counts as a failed attempt).
-    pub fn rejected(source: impl Into<BoxError>) -> Self {
-        TransportError {
-            kind: TransportErrorKind::Rejected,
-            source: source.into(),
-        }
     }
 }

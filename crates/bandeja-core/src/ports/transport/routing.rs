@@ -36,9 +36,7 @@ impl Routing {
         self.topics
             .get(service)
             .map(String::as_str)
-            .ok_or_else(|| NoRoute {
-                service: service.to_owned(),
-            })
+            .ok_or_else(|| NoRoute::new(service))
     }
 
     /// The topic this service consumes commands from.
@@ -131,7 +129,13 @@ mod tests {
         assert_eq!(routing.address(&record), Ok("billing.commands"));
         record.target_service = Some("stock".into());
         let error = routing.address(&record).expect_err("no route");
-        assert!(error.to_string().contains("[commands.topics] stock"));
+        assert_eq!(error.service(), "stock");
+        assert!(error.to_string().contains("`stock`"), "{error}");
+        assert!(
+            error.hint().contains("[commands.topics] stock"),
+            "{}",
+            error.hint()
+        );
         assert!(routing.own_topic().is_err());
         assert_eq!(token("a.b c*>"), "a_b_c__");
     }

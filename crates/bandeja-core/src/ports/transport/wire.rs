@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::envelope::{Headers, MessageId};
+use crate::error::MessageError;
 pub use crate::names::{MALFORMED_TYPE, REJECTED_HEADER, REJECTED_SUBSCRIBER};
 use crate::record::{MessageKind, MessageRecord};
 use crate::tenant::TenantId;
@@ -89,6 +90,14 @@ pub enum WireError {
     /// The payload is not serialized JSON text the payload column can hold.
     #[error("the payload is not usable: {0}")]
     Payload(String),
+}
+
+impl WireError {
+    /// A body whose message breaks an envelope rule: the reason (kept in the rejected row)
+    /// says what is wrong and what to do.
+    fn not_a_message(error: &MessageError) -> Self {
+        WireError::NotAMessage(format!("{error}: {}", error.hint()))
+    }
 }
 
 /// Encodes a record for the wire; `source_service` fills the header when the record has none.
@@ -159,8 +168,10 @@ pub fn decode(expected: MessageKind, body: &[u8]) -> Result<MessageRecord, WireE
             found: kind,
         });
     }
-    crate::names::validate_type_name(&wire.message_type)
-        .map_err(|e| WireError::NotAMessage(e.to_string()))?;
+    if !crate::names::is_usable_type_name(&wire.message_type) {
+        let error = MessageError::invalid_type(wire.id, &wire.message_type);
+        return Err(WireError::not_a_message(&error));
+    }
     if kind == MessageKind::Command && wire.target_service.as_deref().is_none_or(str::is_empty) {
         return Err(WireError::NotAMessage(
             "a command without `target_service`".to_owned(),
@@ -184,10 +195,9 @@ pub fn decode(expected: MessageKind, body: &[u8]) -> Result<MessageRecord, WireE
     };
     // Text no store can keep (a NUL character) is refused here, so that it becomes a
     // rejected row instead of an insert that fails on every redelivery.
-    record.check_storable().map_err(|e| match e {
-        crate::error::Error::InvalidMessage(reason) => WireError::NotAMessage(reason),
-        other => WireError::NotAMessage(other.to_string()),
-    })?;
+    record
+        .check_storable()
+        .map_err(|e| WireError::not_a_message(&e))?;
     Ok(record)
 }
 

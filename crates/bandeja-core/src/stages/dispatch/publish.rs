@@ -145,11 +145,13 @@ pub(crate) async fn publish<S: Store>(
             Err(no_route) => {
                 let _span = span(message).entered();
                 tracing::warn!(error = %no_route, "command not published");
+                // The row's error is what operators read: it says what to do as well.
+                let reason = format!("{no_route}: {}", no_route.hint());
                 outcomes[index] = Some(attempt::failure(
                     message,
                     config,
                     FailureKind::Permanent,
-                    no_route.to_string(),
+                    reason,
                 ));
             }
         }
@@ -181,7 +183,7 @@ pub(crate) async fn publish<S: Store>(
                 tracing::debug!("published");
                 attempt::success(message)
             }
-            Err(e) if e.kind == TransportErrorKind::Unavailable => {
+            Err(e) if e.kind() == TransportErrorKind::Unavailable => {
                 tracing::debug!(error = %e, "transport unavailable: released");
                 unavailable += 1;
                 last_outage = Some(e);
@@ -211,7 +213,7 @@ mod tests {
     ) -> Vec<Option<TransportErrorKind>> {
         results
             .iter()
-            .map(|r| r.as_ref().err().map(|e| e.kind))
+            .map(|r| r.as_ref().err().map(TransportError::kind))
             .collect()
     }
 

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use crate::envelope::{Command, Event, Payload};
-use crate::error::{Error, Result, StoreError, StoreErrorKind};
+use crate::error::{MessageError, Result, StoreError, StoreErrorKind};
 use crate::record::{MessageKind, MessageRecord, DEFAULT_MAX_PAYLOAD_BYTES};
 use crate::store::Store;
 use crate::telemetry;
@@ -92,11 +92,7 @@ impl<S: Store> Outbox<S> {
             record.check_size(self.max_payload_bytes)?;
             record.check_storable()?;
             if records.len() > 1 && !ids.insert(record.id) {
-                return Err(Error::InvalidMessage(format!(
-                    "message id {} appears twice in one emission: give every message a fresh \
-                     id (`MessageId::new()`, as `Event::new` does)",
-                    record.id
-                )));
+                return Err(MessageError::repeated_id(record.id, &record.message_type).into());
             }
         }
         prepare(&mut records);
@@ -132,7 +128,7 @@ pub(crate) fn explain_duplicate(
     kind: MessageKind,
     records: &[MessageRecord],
 ) -> StoreError {
-    if error.kind != StoreErrorKind::Duplicate {
+    if error.kind() != StoreErrorKind::Duplicate {
         return error;
     }
     let which = match records {
@@ -151,13 +147,14 @@ pub(crate) fn explain_duplicate(
             )
         }
     };
+    let operation = error.operation();
     StoreError::new(
         StoreErrorKind::Duplicate,
-        error.operation,
+        operation,
         AlreadyInOutbox {
             which,
             table: kind.outbox().table(),
-            source: error.source,
+            source: error.into_inner(),
         },
     )
 }

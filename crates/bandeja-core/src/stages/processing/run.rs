@@ -220,9 +220,9 @@ pub(crate) async fn run_handler<S: Store>(
             )))
         }
         Ok(Ok(Err(error))) => {
-            let transient = shared.store.is_transient(error.source.as_ref());
+            let transient = shared.store.is_transient(error.get_ref());
             return Err(AttemptFailed {
-                kind: error.kind,
+                kind: error.kind(),
                 transient,
                 error: error.to_string(),
                 release: false,

@@ -76,10 +76,7 @@ impl<S: Store> Reception<S> {
 impl<S: Store> InboxSink for Reception<S> {
     async fn accept(&self, kind: MessageKind, bodies: &[&[u8]]) -> Result<ReceiveReport> {
         if !self.registered.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(crate::error::Error::Worker {
-                worker: "reception".to_owned(),
-                reason: "this process's subscriptions are not registered yet (the database did not answer): the messages stay with the broker and come again".to_owned(),
-            });
+            return Err(crate::error::Error::NotRegistered);
         }
         let routes = RouteTable::new(self.store.routes(kind, Some(&self.service)).await?);
         let routed: Vec<(MessageRecord, Vec<String>)> = bodies
