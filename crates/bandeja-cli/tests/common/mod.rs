@@ -11,10 +11,10 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bandeja_conformance::admin::take_over;
+use bandeja_conformance::runtime::fast_config;
+use bandeja_conformance::store::Ping;
 use bandeja_core::admin::Admin;
-use bandeja_core::conformance::admin::take_over;
-use bandeja_core::conformance::runtime::fast_config;
-use bandeja_core::conformance::Ping;
 use bandeja_core::testing::eventually;
 use bandeja_core::{
     Bandeja, BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageKind,

@@ -11,17 +11,17 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::{emit, ping, request, rows};
+use crate::store::{emit, ping, request, rows};
 
 pub mod outbox_replay;
 
-use crate::admin::{Admin, MessageFilter, MessageView, Page};
-use crate::envelope::MessageId;
-use crate::error::StoreErrorKind;
-use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
-use crate::status::MessageStatus;
-use crate::store::{Delivery, Inspect, Outcome, Resolution, RowView, Store};
-use crate::tenant::TenantId;
+use bandeja_core::admin::{Admin, MessageFilter, MessageView, Page};
+use bandeja_core::envelope::MessageId;
+use bandeja_core::error::StoreErrorKind;
+use bandeja_core::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::{Delivery, Inspect, Outcome, Resolution, RowView, Store};
+use bandeja_core::tenant::TenantId;
 pub use outbox_replay::{
     outbox_replay_backfills_a_new_subscriber, outbox_replay_chooses_by_time_window_id_and_tenant,
     outbox_replay_moves_archived_rows_back_into_the_box,
@@ -91,7 +91,7 @@ macro_rules! admin_conformance_tests {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn archive_moves_old_completed_rows_out_of_the_box() {
             let (store, _guard) = $make().await;
-            $crate::conformance::admin::archive_moves_old_completed_rows_out_of_the_box(
+            $crate::admin::archive_moves_old_completed_rows_out_of_the_box(
                 store, $archived,
             )
             .await;
@@ -146,7 +146,7 @@ fn failed(error: &str, retry_count: u32) -> Resolution {
 }
 
 async fn claim_all<S: Store>(store: &S, box_kind: BoxKind) -> usize {
-    let unordered = crate::store::ClaimRequest {
+    let unordered = bandeja_core::store::ClaimRequest {
         ordered: false,
         ..request("w", 100)
     };
@@ -359,7 +359,7 @@ pub async fn stuck_counts_pending_rows_older_than_the_threshold<S: Admin>(store:
     fixture(&store).await;
     let counters = store.counters(HOUR, false).await.expect("counters");
     assert_eq!(counters[0].stuck, 0);
-    let stuck = crate::testing::eventually(Duration::from_secs(10), || async {
+    let stuck = bandeja_core::testing::eventually(Duration::from_secs(10), || async {
         let c = store
             .counters(Duration::ZERO, false)
             .await
@@ -417,7 +417,7 @@ pub async fn stuck_counts_from_the_last_change_so_a_retried_old_row_is_not_stuck
                 .collect::<Vec<_>>()
         }
     };
-    crate::testing::eventually(Duration::from_secs(20), || async {
+    bandeja_core::testing::eventually(Duration::from_secs(20), || async {
         let c = outbox_counters(false).await;
         (c[0].stuck == 1).then_some(())
     })
@@ -465,7 +465,7 @@ pub async fn stuck_counts_from_the_last_change_so_a_retried_old_row_is_not_stuck
         );
     }
 
-    crate::testing::eventually(Duration::from_secs(20), || async {
+    bandeja_core::testing::eventually(Duration::from_secs(20), || async {
         let c = outbox_counters(false).await;
         (c[0].stuck == 2).then_some(())
     })
@@ -478,7 +478,7 @@ pub async fn stuck_counts_from_the_last_change_so_a_retried_old_row_is_not_stuck
 /// taken over once and held by `alive` (30 s lease). The events outbox must hold no other
 /// due row. Returns the rows as `alive` claimed them.
 pub async fn take_over<S: Store>(store: &S, records: &[MessageRecord]) -> Vec<StoredMessage> {
-    let dead = crate::store::ClaimRequest {
+    let dead = bandeja_core::store::ClaimRequest {
         lease: Duration::from_millis(1),
         ordered: false,
         ..request("dead", records.len())
@@ -488,12 +488,12 @@ pub async fn take_over<S: Store>(store: &S, records: &[MessageRecord]) -> Vec<St
         .await
         .expect("claim as the worker that dies");
     assert_eq!(claimed.len(), records.len(), "every row is claimed");
-    let alive = crate::store::ClaimRequest {
+    let alive = bandeja_core::store::ClaimRequest {
         ordered: false,
         ..request("alive", records.len())
     };
     let taken = std::sync::Mutex::new(Vec::<StoredMessage>::new());
-    crate::testing::eventually(Duration::from_secs(10), || async {
+    bandeja_core::testing::eventually(Duration::from_secs(10), || async {
         let got = store
             .claim(BoxKind::OutboxEvents, &alive)
             .await
@@ -1025,7 +1025,7 @@ pub async fn retry_resubmits_failed_rows_only_and_wakes_the_box<S: Admin>(store:
     let claimed = store
         .claim(
             BoxKind::OutboxEvents,
-            &crate::store::ClaimRequest {
+            &bandeja_core::store::ClaimRequest {
                 ordered: false,
                 ..request("w2", 100)
             },
@@ -1151,7 +1151,7 @@ pub async fn purge_deletes_old_completed_rows_only<S: Admin>(store: S) {
 
     let many: Vec<_> = (100..2600).map(|n| record(n, ACME)).collect();
     emit(&store, &many).await;
-    let request = crate::store::ClaimRequest {
+    let request = bandeja_core::store::ClaimRequest {
         ordered: false,
         ..request("w", 5000)
     };

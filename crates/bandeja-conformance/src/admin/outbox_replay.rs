@@ -9,18 +9,18 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::Utc;
 
-use super::super::runtime::{fast_config, wait_rows, Pong};
-use super::super::{rows, Ping};
-use crate::admin::{Admin, MessageFilter, OutboxReplay, Page, ReplayRefused};
-use crate::config::{CompletionMode, CompletionModes, Config};
-use crate::envelope::{Event, MessageId, Payload};
-use crate::error::HandlerError;
-use crate::processing::{EventHandler, HandlerContext};
-use crate::record::BoxKind;
-use crate::runtime::{Bandeja, Running};
-use crate::status::MessageStatus;
-use crate::store::{Outcome, Resolution, RowView, Store};
-use crate::testing::eventually;
+use crate::runtime::{fast_config, wait_rows, Pong};
+use crate::store::{rows, Ping};
+use bandeja_core::admin::{Admin, MessageFilter, OutboxReplay, Page, ReplayRefused};
+use bandeja_core::config::{CompletionMode, CompletionModes, Config};
+use bandeja_core::envelope::{Event, MessageId, Payload};
+use bandeja_core::error::HandlerError;
+use bandeja_core::processing::{EventHandler, HandlerContext};
+use bandeja_core::record::BoxKind;
+use bandeja_core::runtime::{Bandeja, Running};
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::{Outcome, Resolution, RowView, Store};
+use bandeja_core::testing::eventually;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -322,7 +322,7 @@ pub async fn outbox_replay_refuses_what_it_cannot_serve<S: Admin>(store: S) {
     emit(&bandeja, 0..2).await;
     wait_rows(&store, BoxKind::OutboxEvents, settled(2)).await;
     running.shutdown().await;
-    let refusal = |err: crate::error::StoreError| {
+    let refusal = |err: bandeja_core::error::StoreError| {
         ReplayRefused::of(&err)
             .cloned()
             .unwrap_or_else(|| panic!("not a refusal: {err}"))
@@ -470,9 +470,9 @@ pub async fn outbox_replay_chooses_by_time_window_id_and_tenant<S: Admin>(store:
 
 /// Claims every PENDING row of the events outbox and completes it.
 async fn complete_all<S: Store>(store: &S) {
-    let request = crate::store::ClaimRequest {
+    let request = bandeja_core::store::ClaimRequest {
         ordered: false,
-        ..super::super::request("w", 5000)
+        ..crate::store::request("w", 5000)
     };
     let claimed = store
         .claim(BoxKind::OutboxEvents, &request)
@@ -497,9 +497,9 @@ async fn complete_all<S: Store>(store: &S) {
 pub async fn outbox_replay_runs_in_batches_and_takes_each_row_once<S: Admin>(store: S) {
     const N: usize = 2_345;
     let records: Vec<_> = (0..N as u64)
-        .map(|n| super::super::ping(n, &format!("k{n}")))
+        .map(|n| crate::store::ping(n, &format!("k{n}")))
         .collect();
-    super::super::emit(&store, &records).await;
+    crate::store::emit(&store, &records).await;
     complete_all(&store).await;
     let replay = of_type(Ping::TYPE);
     assert_eq!(

@@ -7,19 +7,22 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::admin::{Admin, MessageFilter};
-use crate::conformance::runtime::{fast_config, Pong};
-use crate::conformance::Ping;
-use crate::envelope::Event;
-use crate::error::HandlerError;
-use crate::processing::{EventHandler, HandlerContext};
-use crate::reception::{InboxSink, Reception};
-use crate::record::{BoxKind, MessageKind, MessageRecord};
-use crate::runtime::Bandeja;
-use crate::status::MessageStatus;
-use crate::store::{Inspect, RowView, Store};
-use crate::testing::eventually;
-use crate::transport::wire::{self, REJECTED_SUBSCRIBER};
+use crate::runtime::{fast_config, Pong};
+use crate::store::Ping;
+use bandeja_core::admin::{Admin, MessageFilter};
+use bandeja_core::envelope::Event;
+use bandeja_core::error::HandlerError;
+use bandeja_core::processing::{EventHandler, HandlerContext};
+use bandeja_core::record::{BoxKind, MessageKind, MessageRecord};
+use bandeja_core::runtime::Bandeja;
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::{Inspect, RowView, Store};
+use bandeja_core::testing::eventually;
+use bandeja_core::transport::direct::DirectTransport;
+use bandeja_core::transport::wire::{self, REJECTED_SUBSCRIBER};
+use bandeja_core::transport::{
+    InboxSink, Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
+};
 
 #[derive(Clone, Default)]
 struct Refunds(Arc<std::sync::Mutex<Vec<u64>>>);
@@ -66,21 +69,53 @@ fn status_of(rows: &[RowView], subscriber: &str) -> Option<MessageStatus> {
         .map(|r| r.message.status)
 }
 
+/// The direct transport, keeping the inbox sink of every subscription it is given: the
+/// check hands a body to a service's reception as a broker would.
+#[derive(Clone, Default)]
+struct Capturing {
+    inner: DirectTransport,
+    sinks: Arc<std::sync::Mutex<Vec<Arc<dyn InboxSink>>>>,
+}
+
+impl Capturing {
+    /// The sink of the first event subscription.
+    fn sink(&self) -> Arc<dyn InboxSink> {
+        self.sinks.lock().expect("sinks")[0].clone()
+    }
+}
+
+#[async_trait]
+impl Transport for Capturing {
+    fn name(&self) -> &str {
+        "capturing"
+    }
+
+    async fn publish(
+        &self,
+        kind: MessageKind,
+        messages: &[Outgoing<'_>],
+        deadline: Instant,
+    ) -> Vec<Result<(), TransportError>> {
+        self.inner.publish(kind, messages, deadline).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequest,
+        sink: Arc<dyn InboxSink>,
+    ) -> Result<Box<dyn Subscription>, TransportError> {
+        if request.kind == MessageKind::Event {
+            self.sinks.lock().expect("sinks").push(sink.clone());
+        }
+        self.inner.subscribe(request, sink).await
+    }
+}
+
 /// See the module documentation.
 pub async fn retry_routes_a_rejected_message_once_a_subscription_exists<S: Admin>(store: S) {
-    let sink = Reception {
-        store: store.clone(),
-        registered: Arc::new(std::sync::atomic::AtomicBool::new(true)),
-        service: "svc".to_owned(),
-        command_topic: None,
-    };
-    let pong = MessageRecord::from_event(&Event::new("Pong", "p1", Pong { n: 1 })).expect("record");
-    sink.accept(MessageKind::Event, &[&wire::encode(&pong, Some("orders"))])
-        .await
-        .expect("stored");
     // A process of the service with no subscriber for Pong settles the rejected row.
     let refunds = Refunds::default();
-    let transport = Arc::new(crate::transport::direct::DirectTransport::new());
+    let transport = Arc::new(Capturing::default());
     let running = Bandeja::builder(store.clone())
         .config(fast_config())
         .service("svc")
@@ -91,6 +126,12 @@ pub async fn retry_routes_a_rejected_message_once_a_subscription_exists<S: Admin
         .start()
         .await
         .expect("start");
+    let pong = MessageRecord::from_event(&Event::new("Pong", "p1", Pong { n: 1 })).expect("record");
+    transport
+        .sink()
+        .accept(MessageKind::Event, &[&wire::encode(&pong, Some("orders"))])
+        .await
+        .expect("stored");
     wait_inbox(&store, "rejected and FAILED", |rows| {
         status_of(rows, REJECTED_SUBSCRIBER) == Some(MessageStatus::Failed)
     })

@@ -4,17 +4,17 @@
 
 use std::time::Duration;
 
-use crate::admin::{
+use crate::store::{emit, ping, request, rows};
+use bandeja_core::admin::{
     attendance, kept_reason, Admin, Attendance, MessageFilter, RetireRefused, Settle,
     SubscriberState, SubscriptionView,
 };
-use crate::conformance::{emit, ping, request, rows};
-use crate::record::{BoxKind, MessageKind, MessageRecord};
-use crate::status::MessageStatus;
-use crate::store::{ClaimRequest, Delivery, Outcome, Resolution, Store};
-use crate::subscriptions::{Registration, Subscription};
-use crate::testing::eventually;
-use crate::transport::wire::REJECTED_SUBSCRIBER;
+use bandeja_core::record::{BoxKind, MessageKind, MessageRecord};
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::{ClaimRequest, Delivery, Outcome, Resolution, Store};
+use bandeja_core::subscriptions::{Registration, Subscription};
+use bandeja_core::testing::eventually;
+use bandeja_core::transport::wire::REJECTED_SUBSCRIBER;
 
 /// How long a check waits for a condition.
 const WAIT: Duration = Duration::from_secs(20);
@@ -79,7 +79,7 @@ async fn claim_of<S: Store>(
     lease: Duration,
     limit: usize,
 ) -> usize {
-    let only = [crate::subscriptions::Claimable {
+    let only = [bandeja_core::subscriptions::Claimable {
         subscriber: subscriber.to_owned(),
         message_type: None,
         tenant: None,
@@ -101,7 +101,7 @@ async fn claim_of<S: Store>(
 async fn statuses_of<S: Admin>(
     store: &S,
     subscriber: &str,
-) -> Vec<(crate::MessageId, MessageStatus, Option<String>)> {
+) -> Vec<(bandeja_core::MessageId, MessageStatus, Option<String>)> {
     let mut found: Vec<_> = rows(store, BoxKind::InboxEvents)
         .await
         .into_iter()

@@ -8,18 +8,18 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::runtime::{fast_config, Archive};
-use super::{emit, ping, request, rows, Ping};
-use crate::config::{CompletionMode, Config, Enabled, HandlerTransaction};
-use crate::envelope::{Command, Event};
-use crate::error::HandlerError;
-use crate::processing::{CommandHandler, EventHandler, HandlerContext};
-use crate::record::{BoxKind, MessageKind, StoredMessage};
-use crate::runtime::Bandeja;
-use crate::status::MessageStatus;
-use crate::store::{Delivery, Inspect, Outcome, Resolution, RowView, StaleRequest, Store};
-use crate::tenant::{self, TenantId};
-use crate::testing::eventually;
+use crate::runtime::{fast_config, Archive};
+use crate::store::{emit, ping, request, rows, Ping};
+use bandeja_core::config::{CompletionMode, Config, Enabled, HandlerTransaction};
+use bandeja_core::envelope::{Command, Event};
+use bandeja_core::error::HandlerError;
+use bandeja_core::processing::{CommandHandler, EventHandler, HandlerContext};
+use bandeja_core::record::{BoxKind, MessageKind, StoredMessage};
+use bandeja_core::runtime::Bandeja;
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::{Delivery, Inspect, Outcome, Resolution, RowView, StaleRequest, Store};
+use bandeja_core::tenant::{self, TenantId};
+use bandeja_core::testing::eventually;
 
 /// Generates one `#[tokio::test]` per completion check; `$make` as for
 /// [`store_conformance_tests!`](crate::store_conformance_tests).
@@ -141,7 +141,7 @@ async fn run_one_of_each<S: Inspect>(store: &S, mode: CompletionMode) {
         })
     };
     for box_kind in BoxKind::ALL {
-        super::runtime::wait_rows(store, box_kind, settled).await;
+        crate::runtime::wait_rows(store, box_kind, settled).await;
     }
     running.shutdown().await;
     seen.sort_unstable();
@@ -236,7 +236,7 @@ async fn redelivery_is_absorbed<S: Inspect>(store: S, mode: CompletionMode) {
         (report.inserted, report.duplicates)
     };
     assert_eq!(deliver().await, (1, 0));
-    super::runtime::wait_rows(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
+    crate::runtime::wait_rows(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
     assert_eq!(counter.seen(), vec![7]);
 
     // Redelivered twice after its row was removed: absorbed, no new row.
@@ -259,7 +259,7 @@ async fn redelivery_is_absorbed<S: Inspect>(store: S, mode: CompletionMode) {
     eventually(WAIT, || async { (counter.seen().len() == 2).then_some(()) })
         .await
         .expect("marker handled");
-    super::runtime::wait_rows(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
+    crate::runtime::wait_rows(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
     assert_eq!(counter.seen(), vec![7, 8]);
     let archived_ids: Vec<_> = archived(&store, BoxKind::InboxEvents)
         .await
@@ -355,8 +355,8 @@ pub async fn retention_task_purges_completed_rows_in_the_runtime<S: Inspect>(sto
     eventually(WAIT, || async { (counter.seen().len() == 1).then_some(()) })
         .await
         .expect("handled");
-    super::runtime::wait_rows(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
-    super::runtime::wait_rows(&store, BoxKind::OutboxEvents, |rows| rows.is_empty()).await;
+    crate::runtime::wait_rows(&store, BoxKind::InboxEvents, |rows| rows.is_empty()).await;
+    crate::runtime::wait_rows(&store, BoxKind::OutboxEvents, |rows| rows.is_empty()).await;
     running.shutdown().await;
     assert_eq!(counter.seen(), vec![1]);
 }
@@ -429,7 +429,7 @@ pub async fn staleness_marks_pending_and_processing_rows_failed_with_the_reason<
         .await;
     assert!(late.is_ok());
     assert_eq!(
-        super::rows(&store, BoxKind::OutboxEvents).await[0]
+        crate::store::rows(&store, BoxKind::OutboxEvents).await[0]
             .message
             .status,
         MessageStatus::Failed
@@ -463,7 +463,7 @@ pub async fn staleness_monitor_runs_in_the_runtime<S: Inspect>(store: S) {
         .emit(&Event::new("Ping", "k", Ping { n: 1 }))
         .await
         .expect("emit");
-    let rows = super::runtime::wait_rows(&store, BoxKind::OutboxEvents, |rows| {
+    let rows = crate::runtime::wait_rows(&store, BoxKind::OutboxEvents, |rows| {
         rows.len() == 1 && rows[0].message.status == MessageStatus::Failed
     })
     .await;

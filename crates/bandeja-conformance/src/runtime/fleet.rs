@@ -8,16 +8,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{all, emit_pings, fast_config, rows, wait_rows, Archive, Behaviour, Recorder};
-use crate::config::Enabled;
-use crate::conformance::Ping;
-use crate::envelope::{Command, Payload};
-use crate::error::HandlerError;
-use crate::processing::{CommandHandler, HandlerContext};
-use crate::record::BoxKind;
-use crate::runtime::Bandeja;
-use crate::status::MessageStatus;
-use crate::store::{Inspect, Store};
-use crate::tenant::{self, TenantId};
+use crate::store::Ping;
+use bandeja_core::config::Enabled;
+use bandeja_core::envelope::{Command, Payload};
+use bandeja_core::error::HandlerError;
+use bandeja_core::processing::{CommandHandler, HandlerContext};
+use bandeja_core::record::BoxKind;
+use bandeja_core::runtime::Bandeja;
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::{Inspect, Store};
+use bandeja_core::tenant::{self, TenantId};
 
 /// A command type no process ever registers a handler for.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -45,7 +45,7 @@ impl<S: Store> CommandHandler<S, Archive> for Archiver {
     }
 }
 
-fn seen_by(recorder: &Recorder, subscriber: &str) -> Vec<crate::envelope::MessageId> {
+fn seen_by(recorder: &Recorder, subscriber: &str) -> Vec<bandeja_core::envelope::MessageId> {
     let mut ids: Vec<_> = recorder
         .seen
         .lock()
@@ -258,7 +258,7 @@ pub async fn commands_wait_for_their_registered_handler<S: Inspect>(store: S) {
 /// that receives a message stores a row for every subscription of the service registered
 /// in the database, including one only the other process runs, which handles it.
 pub async fn reception_stores_rows_for_subscriptions_of_other_processes<S: Inspect>(store: S) {
-    let transport = crate::transport::direct::DirectTransport::new();
+    let transport = bandeja_core::transport::direct::DirectTransport::new();
     let old = Recorder::new(Behaviour::Succeed);
     let new_billing = Recorder::new(Behaviour::Succeed);
     let old_process = Bandeja::builder(store.clone())
@@ -295,10 +295,8 @@ pub async fn reception_stores_rows_for_subscriptions_of_other_processes<S: Inspe
     audited.extend(seen_by(&new_billing, "audit"));
     audited.sort();
     assert_eq!(audited, ids);
-    assert!(inbox
-        .iter()
-        .all(|r| r.message.subscriber.as_deref()
-            != Some(crate::transport::wire::REJECTED_SUBSCRIBER)));
+    assert!(inbox.iter().all(|r| r.message.subscriber.as_deref()
+        != Some(bandeja_core::transport::wire::REJECTED_SUBSCRIBER)));
 }
 
 /// A subscriber that takes one more type in a newer version: the old process (which runs
@@ -327,10 +325,10 @@ pub async fn a_process_claims_only_the_types_it_runs_a_subscriber_for<S: Inspect
         .start()
         .await
         .expect("start the old process");
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::emission::Outbox::new(store.clone());
     let mut tx = store.begin().await.expect("begin");
     for n in 0..5 {
-        let pong = crate::envelope::Event::new("Pong", format!("k{n}"), super::Pong { n });
+        let pong = bandeja_core::envelope::Event::new("Pong", format!("k{n}"), super::Pong { n });
         outbox.emit(&mut *tx, &pong).await.expect("emit a pong");
     }
     store.commit(tx).await.expect("commit");
@@ -399,14 +397,15 @@ pub async fn a_subscriber_with_an_every_tenant_and_a_tenant_subscription_gets_on
     store: S,
 ) {
     let acme = TenantId::new("acme").expect("tenant");
-    let scoped = [None, Some(acme.clone())].map(|tenant| crate::subscriptions::Subscription {
-        kind: crate::MessageKind::Event,
-        message_type: Ping::TYPE.to_owned(),
-        subscriber: "audit".to_owned(),
-        tenant,
-    });
+    let scoped =
+        [None, Some(acme.clone())].map(|tenant| bandeja_core::subscriptions::Subscription {
+            kind: bandeja_core::MessageKind::Event,
+            message_type: Ping::TYPE.to_owned(),
+            subscriber: "audit".to_owned(),
+            tenant,
+        });
     store
-        .register(&crate::subscriptions::Registration {
+        .register(&bandeja_core::subscriptions::Registration {
             process: "an-older-version#0",
             service: "",
             host: "elsewhere",

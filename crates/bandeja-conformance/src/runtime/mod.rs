@@ -7,17 +7,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::Ping;
-use crate::config::{Config, ConfigError, Enabled};
-use crate::envelope::{Command, Event, MessageId, Payload};
-use crate::error::{Error, HandlerError};
-use crate::processing::{CommandHandler, EventBatchHandler, EventHandler, HandlerContext};
-use crate::record::BoxKind;
-use crate::runtime::Bandeja;
-use crate::status::MessageStatus;
-use crate::store::{Delivery, Inspect, RowView, Store};
-use crate::tenant::{self, TenantId};
-use crate::testing::{eventually, Scenario};
+use crate::store::Ping;
+use bandeja_core::config::{Config, ConfigError, Enabled};
+use bandeja_core::envelope::{Command, Event, MessageId, Payload};
+use bandeja_core::error::{Error, HandlerError};
+use bandeja_core::processing::{CommandHandler, EventBatchHandler, EventHandler, HandlerContext};
+use bandeja_core::record::BoxKind;
+use bandeja_core::runtime::Bandeja;
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::{Delivery, Inspect, RowView, Store};
+use bandeja_core::tenant::{self, TenantId};
+use bandeja_core::testing::{eventually, Scenario};
 
 /// Generates one `#[tokio::test]` per runtime check; `$make` as for
 /// [`store_conformance_tests!`](crate::store_conformance_tests).
@@ -282,7 +282,7 @@ async fn emit_pings<S: Store>(
     range: std::ops::Range<u64>,
     key: impl Fn(u64) -> String,
 ) -> Vec<MessageId> {
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::emission::Outbox::new(store.clone());
     let mut tx = store.begin().await.expect("begin");
     let mut ids = Vec::new();
     for n in range {
@@ -366,9 +366,9 @@ pub async fn rolled_back_emission_is_never_delivered<S: Inspect>(store: S) {
     store
         .insert_outbox(
             &mut *tx,
-            crate::MessageKind::Event,
+            bandeja_core::MessageKind::Event,
             &[
-                crate::MessageRecord::from_event(&Event::new("Ping", "x", Ping { n: 99 }))
+                bandeja_core::MessageRecord::from_event(&Event::new("Ping", "x", Ping { n: 99 }))
                     .expect("record"),
             ],
         )
@@ -603,7 +603,7 @@ pub async fn hung_handler_times_out_and_releases_its_lease_while_others_proceed<
         .expect("the handler started hanging");
     let hung_at = std::time::Instant::now();
     let other_tenant = TenantId::new("tenant-b").expect("tenant");
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::emission::Outbox::new(store.clone());
     let mut tx = store.begin().await.expect("begin");
     let healthy = [
         Event::new("Ping", "k1", Ping { n: 1 }),
@@ -720,7 +720,7 @@ pub async fn a_hung_first_attempt_delays_other_keys_by_at_most_one_backoff<S: In
     .expect("the handler started hanging");
     // Ten more while it hangs, of another tenant: a later claim.
     let other_tenant = TenantId::new("tenant-b").expect("tenant");
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::emission::Outbox::new(store.clone());
     let mut tx = store.begin().await.expect("begin");
     for n in 11..21 {
         let event =
@@ -884,7 +884,7 @@ pub async fn a_chunk_handing_over_never_waits_for_its_own_permit<S: Inspect>(sto
     let mut config = fast_config();
     config.events_inbox.retry_backoff_initial = Duration::from_secs(1);
     config.events_inbox.retry_backoff_max = Duration::from_secs(1);
-    config.events_inbox.handler_transaction = crate::config::HandlerTransaction::Batch;
+    config.events_inbox.handler_transaction = bandeja_core::config::HandlerTransaction::Batch;
     let bandeja = Bandeja::builder(store.clone())
         .config(config)
         .handler_concurrency(1)
@@ -970,7 +970,7 @@ pub async fn cycles_beside_a_straggler_share_the_handler_concurrency<S: Inspect>
     config.events_inbox.retry_backoff_initial = Duration::from_secs(1);
     config.events_inbox.retry_backoff_max = Duration::from_secs(1);
     // One transaction per message, so that each handler holds a permit of its own.
-    config.events_inbox.handler_transaction = crate::config::HandlerTransaction::Message;
+    config.events_inbox.handler_transaction = bandeja_core::config::HandlerTransaction::Message;
     let bandeja = Bandeja::builder(store.clone())
         .config(config)
         .handler_concurrency(2)
@@ -1019,9 +1019,9 @@ pub async fn a_retried_hung_message_does_not_hold_up_messages_claimed_with_it<S:
     let recorder = Recorder::new(Behaviour::HangOn(0));
     // The inbox as a previous attempt left it: the hung message PENDING with one retry
     // spent, and two healthy messages (one of another tenant) due with it.
-    let mut healthy = [super::ping(1, "k1"), super::ping(2, "k2")];
+    let mut healthy = [crate::store::ping(1, "k1"), crate::store::ping(2, "k2")];
     healthy[1].tenant_id = TenantId::new("tenant-b").expect("tenant");
-    let hung = super::ping(0, "k0");
+    let hung = crate::store::ping(0, "k0");
     let subscribers = vec!["stuck".to_owned()];
     for record in std::iter::once(&hung).chain(&healthy) {
         let delivery = Delivery {
@@ -1029,11 +1029,11 @@ pub async fn a_retried_hung_message_does_not_hold_up_messages_claimed_with_it<S:
             subscribers: &subscribers,
         };
         store
-            .receive(crate::MessageKind::Event, &[delivery])
+            .receive(bandeja_core::MessageKind::Event, &[delivery])
             .await
             .expect("receive");
     }
-    let request = crate::store::ClaimRequest {
+    let request = bandeja_core::store::ClaimRequest {
         worker_id: "earlier",
         limit: 1,
         lease: Duration::from_secs(30),
@@ -1048,10 +1048,10 @@ pub async fn a_retried_hung_message_does_not_hold_up_messages_claimed_with_it<S:
         .expect("claim");
     assert_eq!(earlier.len(), 1);
     assert_eq!(earlier[0].record.id, hung.id);
-    let retry = crate::store::Outcome {
+    let retry = bandeja_core::store::Outcome {
         id: hung.id,
         subscriber: Some("stuck".to_owned()),
-        resolution: crate::store::Resolution::Retry {
+        resolution: bandeja_core::store::Resolution::Retry {
             retry_count: 1,
             delay: Duration::ZERO,
             error: "hung before".to_owned(),
@@ -1174,7 +1174,7 @@ pub async fn per_handler_timeout_mistakes_are_startup_errors<S: Inspect>(store: 
         }
         builder.build()
     };
-    let rejected = |result: crate::error::Result<Bandeja<S>>| {
+    let rejected = |result: bandeja_core::error::Result<Bandeja<S>>| {
         let error = result.err().expect("build must fail");
         let text = error.to_string();
         match error {
@@ -1307,7 +1307,7 @@ pub async fn redelivered_message_never_reaches_the_handler_again<S: Inspect>(sto
     let record = first[0].message.record.clone();
     let report = store
         .receive(
-            crate::MessageKind::Event,
+            bandeja_core::MessageKind::Event,
             &[Delivery {
                 record: &record,
                 subscribers: &subscribers,
@@ -1389,7 +1389,7 @@ pub async fn commands_reach_their_handler_in_the_target_tenant<S: Inspect>(store
     })
     .await
     .expect("command");
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::emission::Outbox::new(store.clone());
     let mut tx = store.begin().await.expect("begin");
     outbox.send(&mut *tx, &command).await.expect("send");
     store.commit(tx).await.expect("commit");
@@ -1603,7 +1603,7 @@ pub async fn scenario_waits_for_the_state_change<S: Inspect>(store: S) {
 /// a broker that delivers everything twice still gets each message handled once.
 pub async fn broker_path_acknowledges_after_storing_and_absorbs_redeliveries<S: Inspect>(store: S) {
     let recorder = Recorder::new(Behaviour::Succeed);
-    let transport = crate::transport::direct::DirectTransport::new().redelivering(2);
+    let transport = bandeja_core::transport::direct::DirectTransport::new().redelivering(2);
     let bandeja = Bandeja::builder(store.clone())
         .config(fast_config())
         .service("svc")
@@ -1685,7 +1685,7 @@ pub async fn batch_handler_gets_batches_and_a_poison_event_fails_alone<S: Inspec
         ..Batcher::default()
     };
     let mut config = fast_config();
-    config.events_inbox.handler_transaction = crate::config::HandlerTransaction::Batch;
+    config.events_inbox.handler_transaction = bandeja_core::config::HandlerTransaction::Batch;
     let bandeja = Bandeja::builder(store.clone())
         .config(config)
         .handler_concurrency(2)
@@ -1754,7 +1754,7 @@ pub async fn a_tenant_backlog_does_not_starve_another_tenant<S: Inspect>(store: 
         TenantId::new("tenant-a").expect("t"),
         TenantId::new("tenant-b").expect("t"),
     );
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::emission::Outbox::new(store.clone());
     let emit = |tenant: TenantId, range: std::ops::Range<u64>| {
         let (store, outbox) = (store.clone(), outbox.clone());
         async move {

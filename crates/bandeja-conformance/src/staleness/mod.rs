@@ -11,17 +11,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::runtime::fast_config;
-use super::{emit, ping, request, rows, Ping};
-use crate::config::{CompletionMode, CompletionModes, Enabled, HandlerTransaction};
-use crate::envelope::{Event, MessageId};
-use crate::error::HandlerError;
-use crate::processing::{EventHandler, HandlerContext};
-use crate::record::{BoxKind, MessageKind, StoredMessage};
-use crate::runtime::Bandeja;
-use crate::status::MessageStatus;
-use crate::store::{Delivery, Inspect, Outcome, Resolution, StaleRequest, Store};
-use crate::testing::eventually;
+use crate::runtime::fast_config;
+use crate::store::{emit, ping, request, rows, Ping};
+use bandeja_core::config::{CompletionMode, CompletionModes, Enabled, HandlerTransaction};
+use bandeja_core::envelope::{Event, MessageId};
+use bandeja_core::error::HandlerError;
+use bandeja_core::processing::{EventHandler, HandlerContext};
+use bandeja_core::record::{BoxKind, MessageKind, StoredMessage};
+use bandeja_core::runtime::Bandeja;
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::{Delivery, Inspect, Outcome, Resolution, StaleRequest, Store};
+use bandeja_core::testing::eventually;
 
 /// Generates one `#[tokio::test]` per staleness check; `$make` as for
 /// [`store_conformance_tests!`](crate::store_conformance_tests).

@@ -5,18 +5,12 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use crate::envelope::{Event, MessageId, Payload};
-use crate::error::StoreErrorKind;
-use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
-use crate::status::MessageStatus;
-use crate::store::{ClaimRequest, Delivery, Inspect, Outcome, Resolution, RowView, Store};
-use crate::tenant::TenantId;
-
-pub mod admin;
-pub mod completion;
-pub mod runtime;
-pub mod staleness;
-pub mod transport;
+use bandeja_core::envelope::{Event, MessageId, Payload};
+use bandeja_core::error::StoreErrorKind;
+use bandeja_core::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::{ClaimRequest, Delivery, Inspect, Outcome, Resolution, RowView, Store};
+use bandeja_core::tenant::TenantId;
 
 /// The payload the suite emits.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -57,7 +51,7 @@ macro_rules! store_conformance_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
                 let (store, _guard) = $make().await;
-                $crate::conformance::$name(store).await;
+                $crate::store::$name(store).await;
             }
         )*
     };
@@ -66,20 +60,20 @@ macro_rules! store_conformance_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
                 let (store, _guard) = $make().await;
-                $crate::conformance::$module::$name(store).await;
+                $crate::$module::$name(store).await;
             }
         )*
     };
 }
 
-fn ping(n: u64, key: &str) -> MessageRecord {
+pub(crate) fn ping(n: u64, key: &str) -> MessageRecord {
     let mut record =
         MessageRecord::from_event(&Event::new("Ping", key, Ping { n })).expect("valid event");
     record.tenant_id = TenantId::default_tenant();
     record
 }
 
-fn request(worker: &str, limit: usize) -> ClaimRequest<'_> {
+pub(crate) fn request(worker: &str, limit: usize) -> ClaimRequest<'_> {
     ClaimRequest {
         worker_id: worker,
         limit,
@@ -91,7 +85,7 @@ fn request(worker: &str, limit: usize) -> ClaimRequest<'_> {
     }
 }
 
-async fn emit<S: Store>(store: &S, records: &[MessageRecord]) {
+pub(crate) async fn emit<S: Store>(store: &S, records: &[MessageRecord]) {
     let mut tx = store.begin().await.expect("begin");
     store
         .insert_outbox(&mut *tx, MessageKind::Event, records)
@@ -100,15 +94,15 @@ async fn emit<S: Store>(store: &S, records: &[MessageRecord]) {
     store.commit(tx).await.expect("commit");
 }
 
-async fn rows<S: Inspect>(store: &S, box_kind: BoxKind) -> Vec<RowView> {
+pub(crate) async fn rows<S: Inspect>(store: &S, box_kind: BoxKind) -> Vec<RowView> {
     store.rows(box_kind).await.expect("rows")
 }
 
-fn ids(messages: &[StoredMessage]) -> Vec<MessageId> {
+pub(crate) fn ids(messages: &[StoredMessage]) -> Vec<MessageId> {
     messages.iter().map(|m| m.record.id).collect()
 }
 
-fn outcome(message: &StoredMessage, resolution: Resolution) -> Outcome {
+pub(crate) fn outcome(message: &StoredMessage, resolution: Resolution) -> Outcome {
     Outcome {
         id: message.record.id,
         subscriber: message.subscriber.clone(),
@@ -361,7 +355,7 @@ pub async fn expired_lease_is_reclaimed_by_another_worker<S: Inspect>(store: S) 
         .await
         .expect("claim");
     assert_eq!(claimed.len(), 1);
-    let taken = crate::testing::eventually(Duration::from_secs(5), || async {
+    let taken = bandeja_core::testing::eventually(Duration::from_secs(5), || async {
         let got = store
             .claim(BoxKind::OutboxEvents, &request("alive", 10))
             .await

@@ -85,24 +85,24 @@ async fn pipe(
 /// A publish returns at its deadline when the broker hangs: `transport` (connected through
 /// `proxy`) publishes one message normally, then `proxy` swallows everything and a publish
 /// of three with a 500 ms deadline must return within a second of it, every message
-/// unavailable with [`PublishDeadline`](crate::transport::PublishDeadline), instead of
+/// unavailable with [`PublishDeadline`](bandeja_core::transport::PublishDeadline), instead of
 /// waiting for acknowledgements that never come.
 pub async fn publish_returns_at_its_deadline(
-    transport: &dyn crate::transport::Transport,
+    transport: &dyn bandeja_core::transport::Transport,
     proxy: &BlackHole,
 ) {
     use std::time::Duration;
 
-    use crate::envelope::Event;
-    use crate::record::{MessageKind, MessageRecord};
-    use crate::transport::{wire, Instant, Outgoing, PublishDeadline, TransportErrorKind};
+    use bandeja_core::envelope::Event;
+    use bandeja_core::record::{MessageKind, MessageRecord};
+    use bandeja_core::transport::{wire, Instant, Outgoing, PublishDeadline, TransportErrorKind};
 
     let records: Vec<MessageRecord> = (0..3)
         .map(|n| {
             MessageRecord::from_event(&Event::new(
                 "Ping",
                 format!("k{n}"),
-                super::super::Ping { n },
+                crate::store::Ping { n },
             ))
             .expect("record")
         })

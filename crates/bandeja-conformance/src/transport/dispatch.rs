@@ -12,16 +12,16 @@ use tokio::sync::watch;
 
 use super::flaky::{Flaky, Twist};
 use super::{completed, emit, rows, stop, wait_rows, Harness, Seen, WAIT};
-use crate::conformance::Ping;
-use crate::envelope::{Event, MessageId};
-use crate::reception::InboxSink;
-use crate::record::{BoxKind, MessageKind, MessageRecord};
-use crate::runtime::Bandeja;
-use crate::status::MessageStatus;
-use crate::store::Inspect;
-use crate::tenant::TenantId;
-use crate::testing::eventually;
-use crate::transport::{
+use crate::store::Ping;
+use bandeja_core::envelope::{Event, MessageId};
+use bandeja_core::reception::InboxSink;
+use bandeja_core::record::{BoxKind, MessageKind, MessageRecord};
+use bandeja_core::runtime::Bandeja;
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::Inspect;
+use bandeja_core::tenant::TenantId;
+use bandeja_core::testing::eventually;
+use bandeja_core::transport::{
     wire, Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
     TransportErrorKind,
 };
@@ -170,7 +170,7 @@ pub async fn a_claim_failing_part_way_releases_what_it_claimed<S: Inspect>(h: Ha
     let mut ids = Vec::new();
     for tenant in ["acme", "globex"] {
         let tenant = TenantId::new(tenant).expect("tenant");
-        let outbox = crate::emission::Outbox::new(real.clone());
+        let outbox = bandeja_core::emission::Outbox::new(real.clone());
         let mut tx = real.begin().await.expect("begin");
         for n in 0..4 {
             let event =

@@ -10,16 +10,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use crate::config::CompletionModes;
-use crate::envelope::MessageId;
-use crate::error::{StoreError, StoreErrorKind};
-use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
-use crate::store::{
+use bandeja_core::config::CompletionModes;
+use bandeja_core::envelope::MessageId;
+use bandeja_core::error::{StoreError, StoreErrorKind};
+use bandeja_core::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
+use bandeja_core::store::{
     ClaimRequest, Delivery, Inspect, Outcome, ReceiveReport, RelayReport, Route, RowView,
     SavepointStep, StaleReport, StaleRequest, Store,
 };
-use crate::tenant::TenantId;
-use crate::wake::Wakers;
+use bandeja_core::tenant::TenantId;
+use bandeja_core::wake::Wakers;
 
 /// What the wrapper does to outbox-events claims.
 #[derive(Debug, Clone, Copy)]
@@ -186,7 +186,7 @@ impl<S: Inspect> Store for Flaky<S> {
     async fn transaction_state(
         &self,
         tx: &mut Self::Tx,
-    ) -> Result<crate::store::TransactionState, StoreError> {
+    ) -> Result<bandeja_core::store::TransactionState, StoreError> {
         self.inner.transaction_state(tx).await
     }
     async fn transaction_mark(&self, tx: &mut Self::Tx) -> Result<Option<i64>, StoreError> {
@@ -207,7 +207,7 @@ impl<S: Inspect> Store for Flaky<S> {
     }
     async fn register(
         &self,
-        registration: &crate::subscriptions::Registration<'_>,
+        registration: &bandeja_core::subscriptions::Registration<'_>,
     ) -> Result<(), StoreError> {
         self.inner.register(registration).await
     }

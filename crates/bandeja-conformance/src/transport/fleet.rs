@@ -6,14 +6,14 @@
 use async_trait::async_trait;
 
 use super::{emit, rows, stop, wait_rows, Harness, Seen};
-use crate::conformance::runtime::Pong;
-use crate::conformance::Ping;
-use crate::envelope::Event;
-use crate::error::HandlerError;
-use crate::processing::{EventHandler, HandlerContext};
-use crate::record::BoxKind;
-use crate::status::MessageStatus;
-use crate::store::{Inspect, Store};
+use crate::runtime::Pong;
+use crate::store::Ping;
+use bandeja_core::envelope::Event;
+use bandeja_core::error::HandlerError;
+use bandeja_core::processing::{EventHandler, HandlerContext};
+use bandeja_core::record::BoxKind;
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::{Inspect, Store};
 
 #[async_trait]
 impl<S: Store> EventHandler<S, Pong> for Seen {
@@ -109,7 +109,7 @@ pub async fn a_type_only_a_newer_process_subscribes_to_is_stored_for_it<S: Inspe
     let all = rows(&billing, BoxKind::InboxEvents).await;
     assert!(
         all.iter().all(|r| r.message.subscriber.as_deref()
-            != Some(crate::transport::wire::REJECTED_SUBSCRIBER)),
+            != Some(bandeja_core::transport::wire::REJECTED_SUBSCRIBER)),
         "nothing rejected"
     );
 }

@@ -15,20 +15,20 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 
-use super::runtime::{fast_config, Archive};
-use super::Ping;
-use crate::config::Config;
-use crate::envelope::{Command, Event, MessageId};
-use crate::error::{Error, HandlerError};
-use crate::processing::{CommandHandler, EventHandler, HandlerContext};
-use crate::reception::InboxSink;
-use crate::record::{BoxKind, MessageKind, MessageRecord};
-use crate::runtime::{Bandeja, BandejaBuilder, Running};
-use crate::status::MessageStatus;
-use crate::store::{Inspect, ReceiveReport, RowView, Store};
-use crate::tenant::{self, TenantId};
-use crate::testing::eventually;
-use crate::transport::{
+use crate::runtime::{fast_config, Archive};
+use crate::store::Ping;
+use bandeja_core::config::Config;
+use bandeja_core::envelope::{Command, Event, MessageId};
+use bandeja_core::error::{Error, HandlerError};
+use bandeja_core::processing::{CommandHandler, EventHandler, HandlerContext};
+use bandeja_core::reception::InboxSink;
+use bandeja_core::record::{BoxKind, MessageKind, MessageRecord};
+use bandeja_core::runtime::{Bandeja, BandejaBuilder, Running};
+use bandeja_core::status::MessageStatus;
+use bandeja_core::store::{Inspect, ReceiveReport, RowView, Store};
+use bandeja_core::tenant::{self, TenantId};
+use bandeja_core::testing::eventually;
+use bandeja_core::transport::{
     wire, Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
 };
 
@@ -73,18 +73,18 @@ macro_rules! transport_conformance_tests {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                let harness = $crate::conformance::transport::Harness::new(
-                    || -> $crate::conformance::transport::StoreFuture<_> {
+                let harness = $crate::transport::Harness::new(
+                    || -> $crate::transport::StoreFuture<_> {
                         Box::pin(async {
                             let (store, guard) = $store().await;
                             (store, Box::new(guard) as Box<dyn std::any::Any + Send>)
                         })
                     },
-                    |namespace: String| -> $crate::conformance::transport::TransportFuture {
+                    |namespace: String| -> $crate::transport::TransportFuture {
                         Box::pin($transport(namespace))
                     },
                 );
-                $crate::conformance::transport::$name(harness).await;
+                $crate::transport::$name(harness).await;
             }
         )*
     };
@@ -246,7 +246,7 @@ async fn emit<S: Store>(
     store: &S,
     pings: impl IntoIterator<Item = (u64, String)>,
 ) -> Vec<MessageId> {
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::emission::Outbox::new(store.clone());
     let mut tx = store.begin().await.expect("begin");
     let mut ids = Vec::new();
     for (n, key) in pings {
@@ -321,11 +321,15 @@ struct Faulty {
 
 #[async_trait]
 impl InboxSink for Faulty {
-    async fn addresses(&self, kind: MessageKind) -> crate::Result<Option<Vec<String>>> {
+    async fn addresses(&self, kind: MessageKind) -> bandeja_core::Result<Option<Vec<String>>> {
         self.inner.addresses(kind).await
     }
 
-    async fn accept(&self, kind: MessageKind, bodies: &[&[u8]]) -> crate::Result<ReceiveReport> {
+    async fn accept(
+        &self,
+        kind: MessageKind,
+        bodies: &[&[u8]],
+    ) -> bandeja_core::Result<ReceiveReport> {
         let report = self.inner.accept(kind, bodies).await?;
         let first = self
             .calls
@@ -566,7 +570,7 @@ pub async fn headers_arrive_intact<S: Inspect>(h: Harness<S>) {
 }
 
 async fn producer_emit<S: Store>(store: &S, event: &Event<Ping>) {
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::emission::Outbox::new(store.clone());
     let mut tx = store.begin().await.expect("begin");
     outbox.emit(&mut *tx, event).await.expect("emit");
     store.commit(tx).await.expect("commit");
@@ -617,7 +621,7 @@ pub async fn commands_reach_the_service_their_topic_names<S: Inspect>(h: Harness
         "{refused:?}"
     );
     let mut tx = orders.begin().await.expect("begin");
-    crate::emission::Outbox::new(orders.clone())
+    bandeja_core::emission::Outbox::new(orders.clone())
         .send(&mut *tx, &lost)
         .await
         .expect("written through the outbox");

@@ -1,7 +1,7 @@
 //! The `Admin` conformance suite on SQLite: each test gets its own database file; the
 //! archive tables are read back with SQL of their own.
 
-use bandeja_core::conformance::admin::ArchivedRow;
+use bandeja_conformance::admin::ArchivedRow;
 use bandeja_core::{BoxKind, MessageId, Store};
 use bandeja_sqlite::SqliteStore;
 use sqlx::Row;
@@ -54,4 +54,4 @@ async fn archived(store: SqliteStore, box_kind: BoxKind) -> Vec<ArchivedRow> {
         .collect()
 }
 
-bandeja_core::admin_conformance_tests!(fresh_store, archived);
+bandeja_conformance::admin_conformance_tests!(fresh_store, archived);

@@ -22,10 +22,10 @@ async fn fresh_store() -> (SqliteStore, TempDir) {
     (store, TempDir(dir))
 }
 
-bandeja_core::completion_conformance_tests!(fresh_store);
+bandeja_conformance::completion_conformance_tests!(fresh_store);
 
 /// The staleness suite: only a box that makes no progress has stale rows.
 mod staleness {
     use super::fresh_store;
-    bandeja_core::staleness_conformance_tests!(fresh_store);
+    bandeja_conformance::staleness_conformance_tests!(fresh_store);
 }

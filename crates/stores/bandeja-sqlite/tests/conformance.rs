@@ -21,14 +21,14 @@ async fn fresh_store() -> (SqliteStore, TempDir) {
     (store, TempDir(dir))
 }
 
-bandeja_core::store_conformance_tests!(fresh_store);
+bandeja_conformance::store_conformance_tests!(fresh_store);
 
 /// A claimed row whose stored headers are not a headers object is FAILED with the decode
 /// error, and blocks nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_claimed_row_is_failed_with_the_decode_error() {
     let (store, _dir) = fresh_store().await;
-    let bad = bandeja_core::conformance::an_undecodable_claimed_row_blocks_nothing(
+    let bad = bandeja_conformance::store::an_undecodable_claimed_row_blocks_nothing(
         store.clone(),
         |store, id| async move {
             sqlx::query("UPDATE outbox_events SET headers = '[]' WHERE id = ?1")
@@ -56,7 +56,7 @@ async fn an_undecodable_claimed_row_is_failed_with_the_decode_error() {
 
 mod runtime {
     use super::fresh_store;
-    bandeja_core::runtime_conformance_tests!(fresh_store);
+    bandeja_conformance::runtime_conformance_tests!(fresh_store);
 }
 
 /// The transport conformance suite on the direct (broker-less) transport: the services of
@@ -79,5 +79,5 @@ mod direct_transport {
         Arc::new(shared.entry(namespace).or_default().clone())
     }
 
-    bandeja_core::transport_conformance_tests!(fresh_store, direct);
+    bandeja_conformance::transport_conformance_tests!(fresh_store, direct);
 }
