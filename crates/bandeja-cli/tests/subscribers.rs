@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use bandeja_conformance::store::Ping;
+use bandeja_conformance::fixtures::Ping;
 use bandeja_core::store::Delivery;
 use bandeja_core::subscriptions::{Registration, Subscription};
 use bandeja_core::testing::eventually;

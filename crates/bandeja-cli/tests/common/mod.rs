@@ -11,9 +11,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bandeja_conformance::admin::take_over;
-use bandeja_conformance::runtime::fast_config;
-use bandeja_conformance::store::Ping;
+use bandeja_conformance::fixtures::fast_config;
+use bandeja_conformance::fixtures::take_over;
+use bandeja_conformance::fixtures::Ping;
 use bandeja_core::admin::Admin;
 use bandeja_core::testing::eventually;
 use bandeja_core::{

@@ -7,8 +7,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::runtime::{fast_config, Pong};
-use crate::store::Ping;
 use bandeja_core::admin::{Admin, MessageFilter};
 use bandeja_core::envelope::Event;
 use bandeja_core::error::HandlerError;
@@ -23,6 +21,8 @@ use bandeja_core::transport::wire::{self, REJECTED_SUBSCRIBER};
 use bandeja_core::transport::{
     InboxSink, Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
 };
+
+use crate::fixtures::{fast_config, Ping, Pong};
 
 #[derive(Clone, Default)]
 struct Refunds(Arc<std::sync::Mutex<Vec<u64>>>);

@@ -7,8 +7,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{all, emit_pings, fast_config, rows, wait_rows, Archive, Behaviour, Recorder};
-use crate::store::Ping;
 use bandeja_core::config::Enabled;
 use bandeja_core::envelope::{Command, Payload};
 use bandeja_core::error::HandlerError;
@@ -18,6 +16,10 @@ use bandeja_core::runtime::Bandeja;
 use bandeja_core::status::MessageStatus;
 use bandeja_core::store::{Inspect, Store};
 use bandeja_core::tenant::{self, TenantId};
+
+use super::recorder::{Behaviour, Recorder};
+use super::{all, emit_pings, rows, wait_rows};
+use crate::fixtures::{fast_config, Archive, Ping, Pong};
 
 /// A command type no process ever registers a handler for.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -307,7 +309,7 @@ pub async fn a_process_claims_only_the_types_it_runs_a_subscriber_for<S: Inspect
     let newer_process = Bandeja::builder(store.clone())
         .config(fast_config())
         .on_event::<Ping, _>("audit", newer.clone())
-        .on_event::<super::Pong, _>("audit", newer.clone())
+        .on_event::<Pong, _>("audit", newer.clone())
         .build()
         .expect("build the newer process");
     newer_process
@@ -328,7 +330,7 @@ pub async fn a_process_claims_only_the_types_it_runs_a_subscriber_for<S: Inspect
     let outbox = bandeja_core::emission::Outbox::new(store.clone());
     let mut tx = store.begin().await.expect("begin");
     for n in 0..5 {
-        let pong = bandeja_core::envelope::Event::new("Pong", format!("k{n}"), super::Pong { n });
+        let pong = bandeja_core::envelope::Event::new("Pong", format!("k{n}"), Pong { n });
         outbox.emit(&mut *tx, &pong).await.expect("emit a pong");
     }
     store.commit(tx).await.expect("commit");
@@ -346,7 +348,7 @@ pub async fn a_process_claims_only_the_types_it_runs_a_subscriber_for<S: Inspect
     {
         let pongs: Vec<_> = inbox
             .iter()
-            .filter(|r| r.message.record.message_type == super::Pong::TYPE)
+            .filter(|r| r.message.record.message_type == Pong::TYPE)
             .collect();
         assert_eq!(pongs.len(), 5);
         // A row claimed and then released (PENDING again, nothing spent) would look

@@ -10,9 +10,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use super::flaky::{Flaky, Twist};
-use super::{completed, emit, rows, stop, wait_rows, Harness, Seen, WAIT};
-use crate::store::Ping;
 use bandeja_core::envelope::{Event, MessageId};
 use bandeja_core::reception::InboxSink;
 use bandeja_core::record::{BoxKind, MessageKind, MessageRecord};
@@ -25,6 +22,10 @@ use bandeja_core::transport::{
     wire, Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
     TransportErrorKind,
 };
+
+use super::flaky::{Flaky, Twist};
+use super::{completed, emit, rows, stop, wait_rows, Harness, Seen, WAIT};
+use crate::fixtures::Ping;
 
 /// A transport that, on its first call of two messages or more, publishes them all but
 /// drops the last result; a later call carrying that message waits until the test opens

@@ -23,7 +23,7 @@ use bandeja_core::wake::Wakers;
 
 /// What the wrapper does to outbox-events claims.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Twist {
+pub(crate) enum Twist {
     /// Fail the claim after the first that returned rows, then hold claims until opened.
     FailPartWay,
     /// Return the first claim that returned rows this much later.
@@ -40,7 +40,7 @@ struct State {
 
 /// The real store `S`, with a [`Twist`].
 #[derive(Clone)]
-pub(super) struct Flaky<S> {
+pub(crate) struct Flaky<S> {
     inner: S,
     state: Arc<State>,
 }

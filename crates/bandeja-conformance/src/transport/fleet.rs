@@ -5,15 +5,15 @@
 
 use async_trait::async_trait;
 
-use super::{emit, rows, stop, wait_rows, Harness, Seen};
-use crate::runtime::Pong;
-use crate::store::Ping;
 use bandeja_core::envelope::Event;
 use bandeja_core::error::HandlerError;
 use bandeja_core::processing::{EventHandler, HandlerContext};
 use bandeja_core::record::BoxKind;
 use bandeja_core::status::MessageStatus;
 use bandeja_core::store::{Inspect, Store};
+
+use super::{emit, rows, stop, wait_rows, Harness, Seen};
+use crate::fixtures::{Ping, Pong};
 
 #[async_trait]
 impl<S: Store> EventHandler<S, Pong> for Seen {

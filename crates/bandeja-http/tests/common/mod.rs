@@ -14,9 +14,9 @@ use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::Router;
-use bandeja_conformance::admin::take_over;
-use bandeja_conformance::runtime::fast_config;
-use bandeja_conformance::store::Ping;
+use bandeja_conformance::fixtures::fast_config;
+use bandeja_conformance::fixtures::take_over;
+use bandeja_conformance::fixtures::Ping;
 use bandeja_core::store::{Inspect, Outcome, Resolution};
 use bandeja_core::{
     BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageKind,

@@ -16,7 +16,7 @@ mod runtime {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_claimed_row_is_failed_with_the_decode_error() {
     let (store, _guard) = fresh_store().await;
-    let bad = bandeja_conformance::store::an_undecodable_claimed_row_blocks_nothing(
+    let bad = bandeja_conformance::standalone::an_undecodable_claimed_row_blocks_nothing(
         store.clone(),
         |store, id| async move {
             let sql = format!(

@@ -28,7 +28,7 @@ bandeja_conformance::store_conformance_tests!(fresh_store);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_claimed_row_is_failed_with_the_decode_error() {
     let (store, _dir) = fresh_store().await;
-    let bad = bandeja_conformance::store::an_undecodable_claimed_row_blocks_nothing(
+    let bad = bandeja_conformance::standalone::an_undecodable_claimed_row_blocks_nothing(
         store.clone(),
         |store, id| async move {
             sqlx::query("UPDATE outbox_events SET headers = '[]' WHERE id = ?1")

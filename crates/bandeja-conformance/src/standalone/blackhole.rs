@@ -102,7 +102,7 @@ pub async fn publish_returns_at_its_deadline(
             MessageRecord::from_event(&Event::new(
                 "Ping",
                 format!("k{n}"),
-                crate::store::Ping { n },
+                crate::fixtures::Ping { n },
             ))
             .expect("record")
         })
