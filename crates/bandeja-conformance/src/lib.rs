@@ -24,6 +24,7 @@
 mod macros;
 
 pub mod admin;
+pub mod checks;
 pub mod completion;
 pub mod fixtures;
 pub mod runtime;

@@ -27,16 +27,6 @@ pub mod retry;
 pub mod stuck;
 pub mod subscribers;
 
-pub use counters::*;
-pub use filters::*;
-pub use listing::*;
-pub use outbox_replay::*;
-pub use purge::*;
-pub use rejected::*;
-pub use retry::*;
-pub use stuck::*;
-pub use subscribers::*;
-
 /// A row read back from an archive table by the store's test crate: id, subscriber, status.
 pub type ArchivedRow = (MessageId, Option<String>, MessageStatus);
 
@@ -101,7 +91,7 @@ pub(crate) async fn claim_all<S: Store>(store: &S, box_kind: BoxKind) -> usize {
 }
 
 /// Writes the [`Fixture`] rows.
-pub async fn fixture<S: Store>(store: &S) -> Fixture {
+pub(crate) async fn fixture<S: Store>(store: &S) -> Fixture {
     let (a_processing, a_failed, a_done) = (record(1, ACME), record(2, ACME), record(3, ACME));
     emit(
         store,

@@ -28,11 +28,6 @@ pub mod monitor;
 pub mod redelivery;
 pub mod retention;
 
-pub use modes::*;
-pub use monitor::*;
-pub use redelivery::*;
-pub use retention::*;
-
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
 pub(crate) async fn claim<S: Store>(

@@ -27,18 +27,6 @@ pub mod stragglers;
 pub mod tenants;
 pub mod timeouts;
 
-pub use batches::*;
-pub use delivery::*;
-pub use emission::*;
-pub use failures::*;
-pub use fleet::*;
-pub use lifecycle::*;
-pub use ordering::*;
-pub use slow_handlers::*;
-pub use stragglers::*;
-pub use tenants::*;
-pub use timeouts::*;
-
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
 pub(crate) async fn emit_pings<S: Store>(

@@ -19,10 +19,6 @@ pub mod modes;
 pub mod runtime;
 pub mod waiting;
 
-pub use modes::*;
-pub use runtime::*;
-pub use waiting::*;
-
 /// The threshold of the store-level checks.
 const THRESHOLD: Duration = Duration::from_millis(500);
 

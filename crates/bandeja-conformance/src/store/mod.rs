@@ -19,13 +19,6 @@ pub mod leases;
 pub mod ordering;
 pub mod resolution;
 
-pub use claims::*;
-pub use emission::*;
-pub use inbox::*;
-pub use leases::*;
-pub use ordering::*;
-pub use resolution::*;
-
 pub(crate) fn ping(n: u64, key: &str) -> MessageRecord {
     let mut record =
         MessageRecord::from_event(&Event::new("Ping", key, Ping { n })).expect("valid event");

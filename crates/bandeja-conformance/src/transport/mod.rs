@@ -32,13 +32,7 @@ mod harness;
 pub mod ordering;
 pub mod redelivery;
 
-pub use bad_bodies::*;
-pub use delivery::*;
-pub use dispatch::*;
-pub use fleet::*;
 pub use harness::{Harness, StoreFuture, TransportFuture};
-pub use ordering::*;
-pub use redelivery::*;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
 

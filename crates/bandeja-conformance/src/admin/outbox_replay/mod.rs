@@ -24,9 +24,6 @@ use crate::store::rows;
 pub mod resend;
 pub mod selection;
 
-pub use resend::*;
-pub use selection::*;
-
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
 /// Counts handler calls: (subscriber, payload number), in call order.

@@ -17,10 +17,6 @@ pub mod health;
 pub mod listing;
 pub mod retire;
 
-pub use health::*;
-pub use listing::*;
-pub use retire::*;
-
 /// How long a check waits for a condition.
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
