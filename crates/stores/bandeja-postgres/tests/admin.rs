@@ -6,8 +6,7 @@ mod common;
 use std::time::Duration;
 
 use bandeja_conformance::admin::ArchivedRow;
-use bandeja_conformance::fixtures::take_over;
-use bandeja_conformance::fixtures::Ping;
+use bandeja_conformance::fixtures::{take_over, Ping};
 use bandeja_core::admin::Admin;
 use bandeja_core::store::{Outcome, Resolution};
 use bandeja_core::{BoxKind, Event, MessageId, MessageKind, MessageRecord, Store, TenantId};
