@@ -4,7 +4,8 @@
 //! [`admin_conformance_tests!`](crate::admin_conformance_tests).
 //!
 //! Most checks start from the same [`Fixture`]: rows in every status, two tenants, two
-//! message types, an inbox message with two subscribers.
+//! message types, an inbox message with two subscribers. This module holds it and the
+//! other helpers of the checks; the checks are in the topic modules below.
 
 use std::time::Duration;
 

@@ -5,6 +5,7 @@
 //!
 //! Staleness is about time, so these tests let time pass on purpose (`tokio::time::sleep`
 //! past a threshold of a few hundred milliseconds); they never sleep to wait for work.
+//! This module holds the helpers of the checks; the checks are in the topic modules below.
 
 use std::time::Duration;
 

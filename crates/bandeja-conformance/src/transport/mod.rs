@@ -1,11 +1,14 @@
-//! The transport conformance suite: what every [`Transport`] must do, checked through the
-//! whole path between services that share nothing but the broker (each has its own store):
+//! The transport conformance suite: what every
+//! [`Transport`](bandeja_core::transport::Transport) must do, checked through the whole path
+//! between services that share nothing but the broker (each has its own store):
 //! publish with acknowledgement, reception with dedup, redelivery after a consumer that
 //! stored but never acknowledged, per-key order, headers kept intact, commands routed by
 //! topic, bad bodies stored FAILED without blocking; and the dispatcher's distrust of what
 //! it cannot check (a short result list, a claim failing part way, a lease too short for a
 //! publish, a deadline already past: [`dispatch`]). Run it with
-//! [`transport_conformance_tests!`](crate::transport_conformance_tests).
+//! [`transport_conformance_tests!`](crate::transport_conformance_tests). This module holds
+//! the helpers of the checks; the checks are in the topic modules below, each taking a
+//! [`Harness`].
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

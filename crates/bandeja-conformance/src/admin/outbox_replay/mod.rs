@@ -1,6 +1,7 @@
 //! The outbox replay checks of the `Admin` suite ([`Admin::replay_outbox`]): through the
 //! public runtime API (builder `.on_event`, `start`, `emit`), so they hold whichever way
-//! the relay finds the subscribers of a message.
+//! the relay finds the subscribers of a message. This module holds their helpers; the
+//! checks are in [`resend`] and [`selection`].
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

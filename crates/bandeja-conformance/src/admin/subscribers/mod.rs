@@ -1,6 +1,7 @@
 //! The subscription checks of the `Admin` suite: the listing with live processes and
 //! inbox rows, retirement (refused while live, discard, keep) and the verdict `/health`
-//! draws from them.
+//! draws from them. This module holds their helpers; the checks are in the topic modules
+//! below.
 
 use std::time::Duration;
 
