@@ -7,11 +7,12 @@ mod common;
 
 use std::path::Path;
 
-use common::{bandeja, bandeja_with_env, TempDir};
+use bandeja_conformance::fixtures::TempDir;
+use common::{bandeja, bandeja_with_env};
 
 /// A migrated, empty SQLite database in `dir`: its URL.
 fn migrated(dir: &TempDir) -> String {
-    let url = format!("sqlite://{}", dir.path().join("boxes.db").display());
+    let url = dir.sqlite_url("boxes.db");
     bandeja(&["migrate", "--database", &url]).expect_code(0);
     url
 }
@@ -23,7 +24,7 @@ fn write(path: &Path, text: &str) -> String {
 
 #[test]
 fn a_config_file_with_a_misspelt_key_is_refused_naming_the_key_and_the_file() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("bandeja-cli");
     let url = migrated(&dir);
     let file = write(
         &dir.path().join("bandeja.toml"),
@@ -55,7 +56,7 @@ fn a_config_file_with_a_misspelt_key_is_refused_naming_the_key_and_the_file() {
 
 #[test]
 fn a_config_file_with_a_bad_duration_is_refused_naming_the_key_and_the_file() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("bandeja-cli");
     let url = migrated(&dir);
     let file = write(
         &dir.path().join("bandeja.toml"),
@@ -100,7 +101,7 @@ fn a_config_file_with_a_bad_duration_is_refused_naming_the_key_and_the_file() {
 
 #[test]
 fn a_good_config_file_sets_the_stuck_threshold_of_status() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("bandeja-cli");
     let url = migrated(&dir);
     let file = write(
         &dir.path().join("application.toml"),

@@ -7,8 +7,9 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
+use bandeja_conformance::fixtures::TempDir;
 use bandeja_sqlite::SqliteStore;
-use common::{bandeja, runtime, seed, TempDir, SEEDED};
+use common::{bandeja, runtime, seed, SEEDED};
 
 /// Kills the server when the test ends, however it ends.
 struct Server(Child);
@@ -22,8 +23,8 @@ impl Drop for Server {
 
 #[test]
 fn serve_answers_health_and_boxes_on_the_address_it_prints() {
-    let dir = TempDir::new();
-    let url = format!("sqlite://{}", dir.path().join("boxes.db").display());
+    let dir = TempDir::new("bandeja-cli");
+    let url = dir.sqlite_url("boxes.db");
     bandeja(&["migrate", "--database", &url]).expect_code(0);
     runtime().block_on(async {
         let store = SqliteStore::connect(&url).await.expect("open");
@@ -91,8 +92,8 @@ fn serve_answers_health_and_boxes_on_the_address_it_prints() {
 
 #[test]
 fn serve_refuses_a_public_address_without_a_token() {
-    let dir = TempDir::new();
-    let url = format!("sqlite://{}", dir.path().join("boxes.db").display());
+    let dir = TempDir::new("bandeja-cli");
+    let url = dir.sqlite_url("boxes.db");
     bandeja(&["migrate", "--database", &url]).expect_code(0);
     let run = bandeja(&["serve", "--listen", "0.0.0.0:0", "--database", &url]).expect_code(2);
     assert!(run.stderr.contains("without an admin token"), "{run:#?}");

@@ -4,11 +4,12 @@
 
 mod common;
 
+use bandeja_conformance::fixtures::TempDir;
 use bandeja_core::MessageId;
 use bandeja_sqlite::SqliteStore;
 use common::{
-    assert_takeover_shown, bandeja, field, listed, run_on, runtime, seed, take_over_one, TempDir,
-    FAILING, FAILURE, SEEDED, SUCCEEDING,
+    assert_takeover_shown, bandeja, field, listed, run_on, runtime, seed, take_over_one, FAILING,
+    FAILURE, SEEDED, SUCCEEDING,
 };
 use sqlx::Row;
 
@@ -21,8 +22,8 @@ struct Seeded {
 
 impl Seeded {
     fn new() -> Seeded {
-        let dir = TempDir::new();
-        let url = format!("sqlite://{}", dir.path().join("boxes.db").display());
+        let dir = TempDir::new("bandeja-cli");
+        let url = dir.sqlite_url("boxes.db");
         let run = bandeja(&["migrate", "--database", &url]).expect_code(0);
         assert!(run.stdout.contains("migrations applied"), "{run:#?}");
         let ids = runtime().block_on(async {
@@ -486,8 +487,8 @@ fn archive_moves_completed_rows_into_the_archive_table() {
 
 #[test]
 fn a_bad_database_is_a_clear_error() {
-    let dir = TempDir::new();
-    let missing = format!("sqlite://{}", dir.path().join("nope.db").display());
+    let dir = TempDir::new("bandeja-cli");
+    let missing = dir.sqlite_url("nope.db");
     let run = bandeja(&["status", "--database", &missing]).expect_code(1);
     assert!(run.stderr.contains("does not exist"), "{run:#?}");
     assert!(run.stderr.contains("bandeja migrate"), "{run:#?}");
@@ -509,7 +510,7 @@ fn a_bad_database_is_a_clear_error() {
     let run = bandeja(&["status"]).expect_code(2);
     assert!(run.stderr.contains("DATABASE_URL"), "{run:#?}");
 
-    let empty = format!("sqlite://{}", dir.path().join("empty.db").display());
+    let empty = dir.sqlite_url("empty.db");
     std::fs::write(dir.path().join("empty.db"), b"").expect("empty file");
     let run = bandeja(&["status", "--database", &empty]).expect_code(1);
     assert!(run.stderr.contains("bandeja migrate"), "{run:#?}");

@@ -8,7 +8,8 @@ mod common;
 
 use std::time::Duration;
 
-use bandeja_core::conformance::Ping;
+use bandeja_conformance::fixtures::Ping;
+use bandeja_conformance::fixtures::TempDir;
 use bandeja_core::store::Delivery;
 use bandeja_core::subscriptions::{Registration, Subscription};
 use bandeja_core::testing::eventually;
@@ -16,7 +17,7 @@ use bandeja_core::{Event, MessageKind, MessageRecord, Store, TenantId};
 use bandeja_postgres::testing::database_url;
 use bandeja_postgres::PgStore;
 use bandeja_sqlite::SqliteStore;
-use common::{bandeja, listed, run_on, runtime, seed, Run, TempDir, FAILING, SEEDED, SUCCEEDING};
+use common::{bandeja, listed, run_on, runtime, seed, Run, FAILING, SEEDED, SUCCEEDING};
 use serde_json::Value;
 
 const PING: &str = "conformance.Ping";
@@ -68,7 +69,7 @@ async fn receive<S: Store>(store: &S, subscriber: &str, n: u64) {
 
 /// A migrated SQLite file (by `bandeja migrate`).
 fn sqlite_file(dir: &TempDir) -> String {
-    let url = format!("sqlite://{}", dir.path().join("boxes.db").display());
+    let url = dir.sqlite_url("boxes.db");
     bandeja(&["migrate", "--database", &url]).expect_code(0);
     url
 }
@@ -99,7 +100,7 @@ fn entry(run: &Run, subscriber: &str) -> Value {
 
 #[test]
 fn subscribers_are_listed_and_retire_needs_a_choice_a_confirmation_and_no_live_process() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("bandeja-cli");
     let url = sqlite_file(&dir);
     with_sqlite(&url, async |store| {
         seed(store).await;
@@ -266,7 +267,7 @@ fn subscribers_are_listed_and_retire_needs_a_choice_a_confirmation_and_no_live_p
 
 #[test]
 fn status_names_an_unattended_subscription_and_retire_keep_fails_its_rows() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("bandeja-cli");
     let url = sqlite_file(&dir);
     with_sqlite(&url, async |store| {
         register(store, "old#0", "shipping").await;

@@ -19,9 +19,6 @@ pub(crate) use stages::{dispatch, maintenance};
 pub use stages::{emission, processing, reception};
 pub use vocabulary::{config, envelope, error, names, record, status, subscriptions, tenant};
 
-#[cfg(feature = "conformance")]
-pub mod conformance;
-
 pub use config::{
     CompletionMode, Config, ConfigError, ConfigErrorKind, Enabled, HandlerTransaction, Staleness,
     WorkerConfig,

@@ -345,7 +345,7 @@ async fn the_subscriptions_panel_flags_a_waiting_subscription_and_retires_it_und
     let (store, _file) = sqlite_store().await;
     let version = |subscriber: &str| {
         bandeja_core::Bandeja::builder(store.clone())
-            .config(bandeja_core::conformance::runtime::fast_config())
+            .config(bandeja_conformance::fixtures::fast_config())
             .on_event::<common::OrderPlaced, _>(subscriber, common::Flaky::default())
             .build()
             .expect("valid runtime")

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use axum::Router;
-use bandeja_core::conformance::runtime::fast_config;
+use bandeja_conformance::fixtures::fast_config;
 use bandeja_core::store::Inspect;
 use bandeja_core::testing::eventually;
 use bandeja_core::MessageId;

@@ -10,6 +10,7 @@ use bandeja::sqlite::SqliteStore;
 use bandeja::store::Inspect;
 use bandeja::testing::eventually;
 use bandeja::{BoxKind, StoreError, StoreErrorKind};
+use bandeja_conformance::fixtures::TempDir;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct TaskCreated {
@@ -80,19 +81,10 @@ impl EventHandler<SqliteStore, TaskCreated> for Seen {
     }
 }
 
-struct TempDir(std::path::PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[tokio::test]
 async fn commit_delivers_and_rollback_leaves_nothing() {
-    let dir = std::env::temp_dir().join(format!("bandeja-agg-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let _guard = TempDir(dir.clone());
-    let store = SqliteStore::connect(&format!("sqlite://{}", dir.join("app.db").display()))
+    let dir = TempDir::new("bandeja-agg");
+    let store = SqliteStore::connect(&dir.sqlite_url("app.db"))
         .await
         .expect("open");
     store.migrate().await.expect("migrate");

@@ -19,6 +19,7 @@ use bandeja::sqlite::SqliteStore;
 use bandeja::store::{Inspect, RowView};
 use bandeja::testing::eventually;
 use bandeja::{BoxKind, ConfigError, ConfigErrorKind, Error, MessageId, MessageRecord, Outbox};
+use bandeja_conformance::fixtures::{sqlite_temp, TempDir};
 use bandeja_postgres::testing::SchemaGuard;
 use bandeja_postgres::PgStore;
 
@@ -648,21 +649,8 @@ async fn tenant_ids_with_sql_metacharacters<S: Admin>(store: &S, outbox: &Outbox
 // Stores
 // ---------------------------------------------------------------------------------------
 
-struct TempDir(std::path::PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 async fn sqlite_store() -> (SqliteStore, TempDir) {
-    let dir = std::env::temp_dir().join(format!("bandeja-bad-input-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let guard = TempDir(dir.clone());
-    let url = format!("sqlite://{}", dir.join("boxes.db").display());
-    let store = SqliteStore::connect(&url).await.expect("open");
-    store.migrate().await.expect("migrate");
-    (store, guard)
+    sqlite_temp("bandeja-bad-input", SqliteStore::connect).await
 }
 
 /// A migrated store in a fresh schema, or `None` (after a notice) when PostgreSQL is

@@ -11,6 +11,7 @@ use bandeja::sqlite::SqliteStore;
 use bandeja::transport::routing::NoRoute;
 use bandeja::transport::{InboxSink, Instant, Outgoing, SubscribeRequest, Subscription};
 use bandeja::{Error, MessageKind, Transport};
+use bandeja_conformance::fixtures::{sqlite_temp, TempDir};
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Ship {
@@ -71,21 +72,8 @@ impl Transport for Refusing {
     }
 }
 
-struct TempDir(std::path::PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 async fn store() -> (SqliteStore, TempDir) {
-    let dir = std::env::temp_dir().join(format!("bandeja-wiring-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let guard = TempDir(dir.clone());
-    let url = format!("sqlite://{}", dir.join("boxes.db").display());
-    let store = SqliteStore::connect(&url).await.expect("open");
-    store.migrate().await.expect("migrate");
-    (store, guard)
+    sqlite_temp("bandeja-wiring", SqliteStore::connect).await
 }
 
 fn build_error(result: bandeja::Result<Bandeja<SqliteStore>>) -> bandeja::error::BuildError {

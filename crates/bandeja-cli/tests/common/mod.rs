@@ -6,15 +6,12 @@
 // Each test crate uses a part of this module.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bandeja_conformance::fixtures::{fast_config, take_over, Ping};
 use bandeja_core::admin::Admin;
-use bandeja_core::conformance::admin::take_over;
-use bandeja_core::conformance::runtime::fast_config;
-use bandeja_core::conformance::Ping;
 use bandeja_core::testing::eventually;
 use bandeja_core::{
     Bandeja, BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageKind,
@@ -90,29 +87,6 @@ pub(crate) fn bandeja_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
         .output()
         .expect("run the bandeja binary")
         .into()
-}
-
-/// A directory of its own under the system temp dir, removed when dropped.
-pub(crate) struct TempDir(PathBuf);
-
-impl TempDir {
-    /// A new, empty directory.
-    pub(crate) fn new() -> TempDir {
-        let path = std::env::temp_dir().join(format!("bandeja-cli-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&path).expect("create the temp dir");
-        TempDir(path)
-    }
-
-    /// Its path.
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// A (two-thread) runtime for the async parts of a test.

@@ -1,6 +1,6 @@
 //! The `Store` port: what a database adapter must do for the workers. Stores live in their
 //! own crates (`bandeja-sqlite`, `bandeja-postgres`); every one passes the same conformance
-//! suite (`conformance` feature).
+//! suites (the `bandeja-conformance` crate).
 
 use std::ops::DerefMut;
 use std::time::Duration;

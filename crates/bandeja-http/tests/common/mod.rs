@@ -6,7 +6,6 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,9 +13,7 @@ use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::Router;
-use bandeja_core::conformance::admin::take_over;
-use bandeja_core::conformance::runtime::fast_config;
-use bandeja_core::conformance::Ping;
+use bandeja_conformance::fixtures::{fast_config, sqlite_temp, take_over, Ping, TempDir};
 use bandeja_core::store::{Inspect, Outcome, Resolution};
 use bandeja_core::{
     BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageKind,
@@ -143,25 +140,9 @@ pub fn order(n: u64) -> Event<OrderPlaced> {
         .with_correlation_id(format!("checkout-{n}"))
 }
 
-/// A SQLite database file of its own, removed when dropped.
-pub struct SqliteFile {
-    dir: PathBuf,
-}
-
-impl Drop for SqliteFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 /// A fresh, migrated SQLite store in a file of its own.
-pub async fn sqlite_store() -> (SqliteStore, SqliteFile) {
-    let dir = std::env::temp_dir().join(format!("bandeja-http-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let url = format!("sqlite://{}", dir.join("test.db").display());
-    let store = SqliteStore::connect(&url).await.expect("open SQLite");
-    store.migrate().await.expect("migrate");
-    (store, SqliteFile { dir })
+pub async fn sqlite_store() -> (SqliteStore, TempDir) {
+    sqlite_temp("bandeja-http", SqliteStore::connect).await
 }
 
 pub use bandeja_postgres::testing::SchemaGuard;

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use axum::http::StatusCode;
 use axum::Router;
+use bandeja_conformance::fixtures::fast_config;
 use bandeja_core::admin::Admin;
 use bandeja_core::config::{CompletionMode, CompletionModes};
-use bandeja_core::conformance::runtime::fast_config;
 use bandeja_core::testing::eventually;
 use bandeja_core::{
     BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageStatus, Payload, Store,

@@ -12,6 +12,7 @@ use std::time::Duration;
 use bandeja::sqlite::SqliteStore;
 use bandeja::testing::eventually;
 use bandeja::{MessageKind, Store};
+use bandeja_conformance::fixtures::TempDir;
 use bandeja_scale_tests::fleet;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::{SqlitePool, SqliteRow};
@@ -53,15 +54,6 @@ impl Pool {
             Pool::Pg(pool) => sqlx::query_as(sql).fetch_all(pool).await,
             Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await,
         }
-    }
-}
-
-/// Removes a directory when dropped.
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -112,11 +104,9 @@ impl FleetDb {
 
     /// A fresh SQLite file (and a runs file) in a directory of its own.
     pub(crate) async fn sqlite() -> FleetDb {
-        let dir = std::env::temp_dir().join(format!("bandeja-fleet-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let keep = TempDir(dir.clone());
-        let url = format!("sqlite://{}", dir.join("boxes.db").display());
-        let runs_url = format!("sqlite://{}", dir.join("runs.db").display());
+        let keep = TempDir::new("bandeja-fleet");
+        let url = keep.sqlite_url("boxes.db");
+        let runs_url = keep.sqlite_url("runs.db");
         let store = SqliteStore::connect(&url).await.expect("open SQLite");
         store.migrate().await.expect("migrate");
         fleet::create_sqlite_effects(store.pool())

@@ -5,9 +5,9 @@ mod common;
 
 use std::time::Duration;
 
+use bandeja_conformance::admin::ArchivedRow;
+use bandeja_conformance::fixtures::{take_over, Ping};
 use bandeja_core::admin::Admin;
-use bandeja_core::conformance::admin::{take_over, ArchivedRow};
-use bandeja_core::conformance::Ping;
 use bandeja_core::store::{Outcome, Resolution};
 use bandeja_core::{BoxKind, Event, MessageId, MessageKind, MessageRecord, Store, TenantId};
 use bandeja_postgres::PgStore;
@@ -46,7 +46,7 @@ async fn archived(store: PgStore, box_kind: BoxKind) -> Vec<ArchivedRow> {
         .collect()
 }
 
-bandeja_core::admin_conformance_tests!(fresh_store, archived);
+bandeja_conformance::admin_conformance_tests!(fresh_store, archived);
 
 /// Rows written through the store into the events outbox: `n` Ping events.
 async fn emit(store: &PgStore, n: u64) -> Vec<MessageRecord> {

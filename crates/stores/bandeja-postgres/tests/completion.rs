@@ -5,10 +5,10 @@ mod common;
 
 use common::fresh_store;
 
-bandeja_core::completion_conformance_tests!(fresh_store);
+bandeja_conformance::completion_conformance_tests!(fresh_store);
 
 /// The staleness suite: only a box that makes no progress has stale rows.
 mod staleness {
     use super::fresh_store;
-    bandeja_core::staleness_conformance_tests!(fresh_store);
+    bandeja_conformance::staleness_conformance_tests!(fresh_store);
 }

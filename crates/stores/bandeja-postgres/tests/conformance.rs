@@ -4,11 +4,11 @@ mod common;
 
 use common::fresh_store;
 
-bandeja_core::store_conformance_tests!(fresh_store);
+bandeja_conformance::store_conformance_tests!(fresh_store);
 
 mod runtime {
     use super::fresh_store;
-    bandeja_core::runtime_conformance_tests!(fresh_store);
+    bandeja_conformance::runtime_conformance_tests!(fresh_store);
 }
 
 /// A claimed row whose stored headers are not a headers object is FAILED with the decode
@@ -16,7 +16,7 @@ mod runtime {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_claimed_row_is_failed_with_the_decode_error() {
     let (store, _guard) = fresh_store().await;
-    let bad = bandeja_core::conformance::an_undecodable_claimed_row_blocks_nothing(
+    let bad = bandeja_conformance::standalone::an_undecodable_claimed_row_blocks_nothing(
         store.clone(),
         |store, id| async move {
             let sql = format!(

@@ -19,7 +19,7 @@ fn ping(n: u64) -> MessageRecord {
     let mut record = MessageRecord::from_event(&Event::new(
         "Ping",
         format!("k{n}"),
-        bandeja_core::conformance::Ping { n },
+        bandeja_conformance::fixtures::Ping { n },
     ))
     .expect("valid event");
     record.tenant_id = TenantId::default_tenant();

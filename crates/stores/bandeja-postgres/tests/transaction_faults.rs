@@ -20,8 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bandeja_core::conformance::runtime::fast_config;
-use bandeja_core::conformance::Ping;
+use bandeja_conformance::fixtures::{fast_config, Ping};
 use bandeja_core::store::{Delivery, Inspect};
 use bandeja_core::testing::eventually;
 use bandeja_core::{

@@ -22,4 +22,4 @@ async fn direct(namespace: String) -> Arc<dyn Transport> {
     Arc::new(shared.entry(namespace).or_default().clone())
 }
 
-bandeja_core::transport_conformance_tests!(fresh_store, direct);
+bandeja_conformance::transport_conformance_tests!(fresh_store, direct);

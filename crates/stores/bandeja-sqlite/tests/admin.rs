@@ -1,27 +1,15 @@
 //! The `Admin` conformance suite on SQLite: each test gets its own database file; the
 //! archive tables are read back with SQL of their own.
 
-use bandeja_core::conformance::admin::ArchivedRow;
-use bandeja_core::{BoxKind, MessageId, Store};
+use bandeja_conformance::admin::ArchivedRow;
+use bandeja_conformance::fixtures::{sqlite_temp, TempDir};
+use bandeja_core::{BoxKind, MessageId};
 use bandeja_sqlite::SqliteStore;
 use sqlx::Row;
 
-/// Deletes the temporary directory when the test ends.
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// A fresh, migrated store on a SQLite file of its own.
 async fn fresh_store() -> (SqliteStore, TempDir) {
-    let dir = std::env::temp_dir().join(format!("bandeja-sqlite-admin-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let url = format!("sqlite://{}", dir.join("boxes.db").display());
-    let store = SqliteStore::connect(&url).await.expect("open");
-    store.migrate().await.expect("migrate");
-    (store, TempDir(dir))
+    sqlite_temp("bandeja-sqlite-admin", SqliteStore::connect).await
 }
 
 /// The rows of `<box>_archive`, oldest archived first; every one has `archived_at`.
@@ -54,4 +42,4 @@ async fn archived(store: SqliteStore, box_kind: BoxKind) -> Vec<ArchivedRow> {
         .collect()
 }
 
-bandeja_core::admin_conformance_tests!(fresh_store, archived);
+bandeja_conformance::admin_conformance_tests!(fresh_store, archived);

@@ -1,34 +1,21 @@
 //! The store conformance suite on SQLite: each test gets its own database file.
 
-use bandeja_core::Store;
+use bandeja_conformance::fixtures::{sqlite_temp, TempDir};
 use bandeja_sqlite::SqliteStore;
 
-/// Deletes the temporary directory when the test ends.
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// A fresh, migrated store on a SQLite file of its own.
 async fn fresh_store() -> (SqliteStore, TempDir) {
-    let dir = std::env::temp_dir().join(format!("bandeja-sqlite-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let url = format!("sqlite://{}", dir.join("boxes.db").display());
-    let store = SqliteStore::connect(&url).await.expect("open");
-    store.migrate().await.expect("migrate");
-    (store, TempDir(dir))
+    sqlite_temp("bandeja-sqlite", SqliteStore::connect).await
 }
 
-bandeja_core::store_conformance_tests!(fresh_store);
+bandeja_conformance::store_conformance_tests!(fresh_store);
 
 /// A claimed row whose stored headers are not a headers object is FAILED with the decode
 /// error, and blocks nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_claimed_row_is_failed_with_the_decode_error() {
     let (store, _dir) = fresh_store().await;
-    let bad = bandeja_core::conformance::an_undecodable_claimed_row_blocks_nothing(
+    let bad = bandeja_conformance::standalone::an_undecodable_claimed_row_blocks_nothing(
         store.clone(),
         |store, id| async move {
             sqlx::query("UPDATE outbox_events SET headers = '[]' WHERE id = ?1")
@@ -56,7 +43,7 @@ async fn an_undecodable_claimed_row_is_failed_with_the_decode_error() {
 
 mod runtime {
     use super::fresh_store;
-    bandeja_core::runtime_conformance_tests!(fresh_store);
+    bandeja_conformance::runtime_conformance_tests!(fresh_store);
 }
 
 /// The transport conformance suite on the direct (broker-less) transport: the services of
@@ -79,5 +66,5 @@ mod direct_transport {
         Arc::new(shared.entry(namespace).or_default().clone())
     }
 
-    bandeja_core::transport_conformance_tests!(fresh_store, direct);
+    bandeja_conformance::transport_conformance_tests!(fresh_store, direct);
 }

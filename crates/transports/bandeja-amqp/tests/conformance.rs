@@ -5,4 +5,4 @@ mod common;
 
 use common::{amqp, fresh_store};
 
-bandeja_core::transport_conformance_tests!(fresh_store, amqp);
+bandeja_conformance::transport_conformance_tests!(fresh_store, amqp);

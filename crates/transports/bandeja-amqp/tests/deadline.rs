@@ -6,7 +6,7 @@
 mod common;
 
 use bandeja_amqp::AmqpTransport;
-use bandeja_core::conformance::transport::blackhole::{publish_returns_at_its_deadline, BlackHole};
+use bandeja_conformance::standalone::{publish_returns_at_its_deadline, BlackHole};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirms_are_awaited_no_longer_than_the_deadline() {

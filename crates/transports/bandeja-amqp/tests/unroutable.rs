@@ -6,8 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use bandeja_core::conformance::runtime::fast_config;
-use bandeja_core::conformance::Ping;
+use bandeja_conformance::fixtures::{fast_config, Ping};
 use bandeja_core::envelope::Command;
 use bandeja_core::record::BoxKind;
 use bandeja_core::runtime::Bandeja;

@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bandeja_amqp::{AmqpError, AmqpOptions, AmqpTransport};
-use bandeja_core::conformance::runtime::fast_config;
-use bandeja_core::conformance::Ping;
+use bandeja_conformance::fixtures::{fast_config, Ping};
 use bandeja_core::envelope::{Command, Event, MessageId};
 use bandeja_core::error::HandlerError;
 use bandeja_core::processing::{EventHandler, HandlerContext};

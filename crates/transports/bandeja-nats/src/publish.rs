@@ -161,7 +161,7 @@ pub(crate) fn dedup_id(message: &Outgoing<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bandeja_core::conformance::Ping;
+    use bandeja_conformance::fixtures::Ping;
     use bandeja_core::{Event, MessageRecord};
 
     fn record() -> MessageRecord {

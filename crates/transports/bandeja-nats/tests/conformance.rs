@@ -5,4 +5,4 @@ mod common;
 
 use common::{fresh_store, guarded as nats};
 
-bandeja_core::transport_conformance_tests!(fresh_store, nats);
+bandeja_conformance::transport_conformance_tests!(fresh_store, nats);

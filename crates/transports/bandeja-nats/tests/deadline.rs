@@ -5,7 +5,7 @@
 
 mod common;
 
-use bandeja_core::conformance::transport::blackhole::{publish_returns_at_its_deadline, BlackHole};
+use bandeja_conformance::standalone::{publish_returns_at_its_deadline, BlackHole};
 use bandeja_nats::NatsTransport;
 use common::{namespace, options, Streams};
 

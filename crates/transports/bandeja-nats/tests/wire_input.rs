@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use async_trait::async_trait;
-use bandeja_core::conformance::runtime::fast_config;
-use bandeja_core::conformance::Ping;
+use bandeja_conformance::fixtures::{fast_config, Ping};
 use bandeja_core::store::{Inspect, RowView};
 use bandeja_core::testing::eventually;
 use bandeja_core::transport::{wire, Outgoing, Transport, TransportErrorKind};

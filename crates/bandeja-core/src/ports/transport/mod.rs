@@ -9,7 +9,7 @@
 //! What every broker adapter shares lives here: the [`wire`] format, the [`routing`] of a
 //! message to an address and a partition, and the [`direct`] transport that runs the same
 //! path without a broker. The contract an adapter must meet is the transport conformance
-//! suite (`conformance::transport`, feature `conformance`).
+//! suite (`bandeja_conformance::transport`).
 
 use std::sync::Arc;
 

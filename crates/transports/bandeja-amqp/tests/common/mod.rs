@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bandeja_amqp::{AmqpOptions, AmqpTransport};
+use bandeja_conformance::fixtures::{sqlite_temp, TempDir};
 use bandeja_core::transport::Transport;
-use bandeja_core::Store;
 use bandeja_sqlite::SqliteStore;
 use lapin::options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
@@ -134,21 +134,7 @@ async fn anchor(namespace: &str) {
         .push(connection);
 }
 
-/// Deletes the temporary directory when the test ends.
-pub struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A fresh, migrated SQLite store.
 pub async fn fresh_store() -> (SqliteStore, TempDir) {
-    let dir = std::env::temp_dir().join(format!("bandeja-amqp-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let url = format!("sqlite://{}", dir.join("boxes.db").display());
-    let store = SqliteStore::connect(&url).await.expect("open");
-    store.migrate().await.expect("migrate");
-    (store, TempDir(dir))
+    sqlite_temp("bandeja-amqp", SqliteStore::connect).await
 }

@@ -8,34 +8,21 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bandeja_conformance::fixtures::{sqlite_temp, TempDir};
 use bandeja_core::reception::InboxSink;
 use bandeja_core::transport::{
     Instant, Outgoing, SubscribeRequest, Subscription, Transport, TransportError,
 };
-use bandeja_core::{MessageKind, Store};
+use bandeja_core::MessageKind;
 use bandeja_nats::{NatsOptions, NatsTransport};
 use bandeja_sqlite::SqliteStore;
 
 /// The server every test talks to (a test fails when it is not there).
 pub(crate) const URL: &str = "nats://127.0.0.1:4222";
 
-/// Deletes the temporary directory when the test ends.
-pub(crate) struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A fresh, migrated SQLite store in its own directory.
 pub(crate) async fn fresh_store() -> (SqliteStore, TempDir) {
-    let dir = std::env::temp_dir().join(format!("bandeja-nats-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let url = format!("sqlite://{}", dir.join("boxes.db").display());
-    let store = SqliteStore::connect(&url).await.expect("open");
-    store.migrate().await.expect("migrate");
-    (store, TempDir(dir))
+    sqlite_temp("bandeja-nats", SqliteStore::connect).await
 }
 
 /// The options of a test: its own prefix, short waits.
