@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use bandeja::postgres::PgStore;
 use bandeja::{
-    async_trait, Bandeja, Config, Event, EventHandler, HandlerContext, HandlerError, MessageRecord,
-    Store, TenantId,
+    Bandeja, Config, Event, EventHandler, HandlerContext, HandlerError, MessageRecord, Store,
+    TenantId,
 };
 use bandeja_scale_tests::{worker_config, EffectWriter, Tick, SUBSCRIBERS};
 use common::try_fresh;
@@ -32,7 +32,6 @@ struct TenantWatch {
     foreign: Arc<AtomicU64>,
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Tick> for TenantWatch {
     async fn handle(
         &self,

@@ -19,7 +19,6 @@
 //! impl Payload for OrderPlaced { const TYPE: &'static str = "shop.OrderPlaced"; }
 //!
 //! struct Mailer;
-//! #[bandeja::async_trait]
 //! impl EventHandler<SqliteStore, OrderPlaced> for Mailer {
 //!     async fn handle(&self, ctx: &mut HandlerContext<'_, SqliteStore>, event: Event<OrderPlaced>) -> Result<(), HandlerError> {
 //!         sqlx::query("INSERT INTO mails (order_id) VALUES (?)").bind(event.payload.order_id).execute(ctx.conn()).await?;

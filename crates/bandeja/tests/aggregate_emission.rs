@@ -65,7 +65,6 @@ async fn save(
 #[derive(Clone, Default)]
 struct Seen(Arc<Mutex<Vec<(String, String)>>>);
 
-#[bandeja::async_trait]
 impl EventHandler<SqliteStore, TaskCreated> for Seen {
     async fn handle(
         &self,

@@ -161,7 +161,6 @@ const NASTY_TENANTS: [&str; 6] = [
 #[derive(Clone, Default)]
 struct Seen(Arc<Mutex<Vec<(TenantId, String)>>>);
 
-#[bandeja::async_trait]
 impl<S: Store> EventHandler<S, Note> for Seen {
     async fn handle(
         &self,
@@ -323,7 +322,6 @@ async fn unusable_type_names<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &
 }
 
 struct NamelessHandler;
-#[bandeja::async_trait]
 impl<S: Store> EventHandler<S, Nameless> for NamelessHandler {
     async fn handle(
         &self,

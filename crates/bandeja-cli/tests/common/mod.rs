@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja_core::admin::Admin;
 use bandeja_core::conformance::admin::take_over;
 use bandeja_core::conformance::runtime::fast_config;
@@ -128,7 +127,6 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
 #[derive(Clone)]
 struct Failing;
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Failing {
     async fn handle(
         &self,
@@ -143,7 +141,6 @@ impl<S: Store> EventHandler<S, Ping> for Failing {
 #[derive(Clone)]
 struct Succeeding;
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Succeeding {
     async fn handle(
         &self,

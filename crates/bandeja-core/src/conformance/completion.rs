@@ -6,8 +6,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
 use super::runtime::{fast_config, Archive};
 use super::{emit, ping, request, rows, Ping};
 use crate::config::{CompletionMode, Config, Enabled, HandlerTransaction};
@@ -65,7 +63,6 @@ impl Counter {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Counter {
     async fn handle(
         &self,
@@ -77,7 +74,6 @@ impl<S: Store> EventHandler<S, Ping> for Counter {
     }
 }
 
-#[async_trait]
 impl<S: Store> CommandHandler<S, Archive> for Counter {
     async fn handle(
         &self,

@@ -5,8 +5,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
 use super::Ping;
 use crate::config::{Config, ConfigError, Enabled};
 use crate::envelope::{Command, Event, MessageId, Payload};
@@ -230,7 +228,6 @@ impl Recorder {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Recorder {
     async fn handle(
         &self,
@@ -241,7 +238,6 @@ impl<S: Store> EventHandler<S, Ping> for Recorder {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Pong> for Recorder {
     async fn handle(
         &self,
@@ -259,7 +255,6 @@ struct TenantProbe(Arc<Mutex<Vec<TenantSeen>>>);
 /// (handler context tenant, command source tenant, task-local current tenant)
 type TenantSeen = (TenantId, TenantId, Option<TenantId>);
 
-#[async_trait]
 impl<S: Store> CommandHandler<S, Archive> for TenantProbe {
     async fn handle(
         &self,
@@ -941,7 +936,6 @@ impl Gauge {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Gauge {
     async fn handle(
         &self,
@@ -1647,7 +1641,6 @@ struct Batcher {
     poison: u64,
 }
 
-#[async_trait]
 impl<S: Store> EventBatchHandler<S, Ping> for Batcher {
     async fn handle_batch(
         &self,

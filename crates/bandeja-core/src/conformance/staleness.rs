@@ -9,8 +9,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
 use super::runtime::fast_config;
 use super::{emit, ping, request, rows, Ping};
 use crate::config::{CompletionMode, CompletionModes, Enabled, HandlerTransaction};
@@ -328,7 +326,6 @@ impl Slow {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Slow {
     async fn handle(
         &self,

@@ -189,7 +189,6 @@ impl Seen {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Seen {
     async fn handle(
         &self,
@@ -202,7 +201,6 @@ impl<S: Store> EventHandler<S, Ping> for Seen {
     }
 }
 
-#[async_trait]
 impl<S: Store> CommandHandler<S, Archive> for Seen {
     async fn handle(
         &self,

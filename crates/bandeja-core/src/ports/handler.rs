@@ -1,6 +1,7 @@
 //! The handler traits users implement, and the context a handler runs in: the transaction
 //! that will mark its inbox row COMPLETED.
 
+use std::future::Future;
 use std::marker::PhantomData;
 
 use async_trait::async_trait;
@@ -14,26 +15,50 @@ use crate::tenant::TenantId;
 /// Reacts to events of type `T`. Runs inside the transaction that marks the inbox row
 /// COMPLETED: whatever it writes through [`HandlerContext::conn`] and emits through
 /// [`HandlerContext::emit`] commits with that mark, or not at all.
-#[async_trait]
+///
+/// Implement it with a plain `async fn` (no attribute macro); the future must be `Send`,
+/// since workers run handlers on the Tokio runtime's threads:
+///
+/// ```
+/// use bandeja_core::{Event, EventHandler, HandlerContext, HandlerError, Payload, Store};
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct OrderPlaced { order_id: i64 }
+/// impl Payload for OrderPlaced { const TYPE: &'static str = "shop.OrderPlaced"; }
+///
+/// struct Mailer;
+/// impl<S: Store> EventHandler<S, OrderPlaced> for Mailer {
+///     async fn handle(&self, ctx: &mut HandlerContext<'_, S>, event: Event<OrderPlaced>) -> Result<(), HandlerError> {
+///         let _ = (ctx.message_id(), event.payload.order_id);
+///         Ok(())
+///     }
+/// }
+/// ```
+///
+/// With one store, its context alias names the store once:
+/// `impl EventHandler<SqliteStore, OrderPlaced> for Mailer { async fn handle(&self, ctx: &mut
+/// bandeja::sqlite::Context<'_>, event: Event<OrderPlaced>) … }`. A type may handle several
+/// payload types (one impl each); registering it then names the payload:
+/// `.on_event::<OrderPlaced, _>("mailer", Mailer)`.
 pub trait EventHandler<S: Store, T: Payload>: Send + Sync + 'static {
     /// Handles one event. An error rolls the transaction back and schedules a retry
     /// (or FAILED at once for [`HandlerError::permanent`]).
-    async fn handle(
+    fn handle(
         &self,
         ctx: &mut HandlerContext<'_, S>,
         event: Event<T>,
-    ) -> Result<(), HandlerError>;
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
 }
 
-/// Executes commands of type `T`, with the same transaction rules as [`EventHandler`].
-#[async_trait]
+/// Executes commands of type `T`, with the same transaction rules as [`EventHandler`]
+/// (implemented with a plain `async fn` too).
 pub trait CommandHandler<S: Store, T: Payload>: Send + Sync + 'static {
     /// Handles one command.
-    async fn handle(
+    fn handle(
         &self,
         ctx: &mut HandlerContext<'_, S>,
         command: Command<T>,
-    ) -> Result<(), HandlerError>;
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
 }
 
 /// Reacts to events of type `T` a batch at a time, so its own writes can be one statement
@@ -45,15 +70,15 @@ pub trait CommandHandler<S: Store, T: Payload>: Send + Sync + 'static {
 /// handler again with one event at a time, so a poison event fails alone. Write the
 /// handler so that processing a batch equals processing its events one by one.
 /// [`HandlerContext::message_id`] and [`HandlerContext::emit`] refer to the first event of
-/// the batch: use [`HandlerContext::emit_caused_by`] to emit per event.
-#[async_trait]
+/// the batch: use [`HandlerContext::emit_caused_by`] to emit per event. Implemented with a
+/// plain `async fn`, like [`EventHandler`].
 pub trait EventBatchHandler<S: Store, T: Payload>: Send + Sync + 'static {
     /// Handles the events of one batch (same subscriber and tenant, in claim order).
-    async fn handle_batch(
+    fn handle_batch(
         &self,
         ctx: &mut HandlerContext<'_, S>,
         events: Vec<Event<T>>,
-    ) -> Result<(), HandlerError>;
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
 }
 
 /// What a handler can reach: the transaction, the message's metadata, and emission of new

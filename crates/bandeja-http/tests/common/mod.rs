@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::Router;
@@ -79,7 +78,6 @@ impl Flaky {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, OrderPlaced> for Flaky {
     async fn handle(
         &self,

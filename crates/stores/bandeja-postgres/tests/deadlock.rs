@@ -13,7 +13,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja_core::config::HandlerTransaction;
 use bandeja_core::conformance::runtime::fast_config;
 use bandeja_core::conformance::Ping;
@@ -50,7 +49,6 @@ impl Crossing {
     }
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Ping> for Crossing {
     async fn handle(
         &self,

@@ -8,7 +8,6 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja_core::conformance::runtime::fast_config;
 use bandeja_core::conformance::Ping;
 use bandeja_core::store::Inspect;
@@ -22,7 +21,6 @@ use common::try_fresh_store;
 #[derive(Clone, Default)]
 struct Seen(Arc<Mutex<Vec<u64>>>);
 
-#[async_trait]
 impl EventHandler<PgStore, Ping> for Seen {
     async fn handle(
         &self,

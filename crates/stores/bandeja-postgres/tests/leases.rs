@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja_core::conformance::runtime::fast_config;
 use bandeja_core::conformance::Ping;
 use bandeja_core::store::Inspect;
@@ -25,7 +24,6 @@ struct Holder {
     runs: Arc<Mutex<BTreeMap<u64, u32>>>,
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Ping> for Holder {
     async fn handle(
         &self,

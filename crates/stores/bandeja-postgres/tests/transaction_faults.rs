@@ -19,7 +19,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja_core::conformance::runtime::fast_config;
 use bandeja_core::conformance::Ping;
 use bandeja_core::store::{Delivery, Inspect};
@@ -69,7 +68,6 @@ fn boxed(e: sqlx::Error) -> HandlerError {
     HandlerError::from(Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Ping> for Faulty {
     async fn handle(
         &self,
@@ -277,7 +275,6 @@ struct TenantContext {
     found: Arc<Mutex<Vec<(String, String)>>>,
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Ping> for TenantContext {
     async fn handle(
         &self,

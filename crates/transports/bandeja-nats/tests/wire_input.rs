@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use async_trait::async_trait;
 use bandeja_core::conformance::runtime::fast_config;
 use bandeja_core::conformance::Ping;
 use bandeja_core::store::{Inspect, RowView};
@@ -40,7 +39,6 @@ impl Seen {
     }
 }
 
-#[async_trait]
 impl EventHandler<SqliteStore, Ping> for Seen {
     async fn handle(
         &self,

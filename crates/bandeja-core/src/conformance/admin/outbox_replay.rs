@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use chrono::Utc;
 
 use super::super::runtime::{fast_config, wait_rows, Pong};
@@ -46,7 +45,6 @@ impl Calls {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Pong> for Calls {
     async fn handle(
         &self,
@@ -60,7 +58,6 @@ impl<S: Store> EventHandler<S, Pong> for Calls {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Calls {
     async fn handle(
         &self,

@@ -5,8 +5,6 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
 use crate::admin::{Admin, MessageFilter};
 use crate::conformance::runtime::{fast_config, Pong};
 use crate::conformance::Ping;
@@ -24,7 +22,6 @@ use crate::transport::wire::{self, REJECTED_SUBSCRIBER};
 #[derive(Clone, Default)]
 struct Refunds(Arc<std::sync::Mutex<Vec<u64>>>);
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Pong> for Refunds {
     async fn handle(
         &self,
@@ -40,7 +37,6 @@ impl<S: Store> EventHandler<S, Pong> for Refunds {
 #[derive(Clone)]
 struct Quiet;
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Quiet {
     async fn handle(
         &self,

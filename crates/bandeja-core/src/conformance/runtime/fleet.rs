@@ -5,8 +5,6 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
 use super::{all, emit_pings, fast_config, rows, wait_rows, Archive, Behaviour, Recorder};
 use crate::config::Enabled;
 use crate::conformance::Ping;
@@ -33,7 +31,6 @@ impl Payload for Unhandled {
 #[derive(Clone, Default)]
 struct Archiver(Arc<std::sync::Mutex<Vec<u64>>>);
 
-#[async_trait]
 impl<S: Store> CommandHandler<S, Archive> for Archiver {
     async fn handle(
         &self,

@@ -3,8 +3,6 @@
 //! subscribes to stores the row the newer process handles — never acknowledges and drops
 //! it, never stores it as rejected.
 
-use async_trait::async_trait;
-
 use super::{emit, rows, stop, wait_rows, Harness, Seen};
 use crate::conformance::runtime::Pong;
 use crate::conformance::Ping;
@@ -15,7 +13,6 @@ use crate::record::BoxKind;
 use crate::status::MessageStatus;
 use crate::store::{Inspect, Store};
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Pong> for Seen {
     async fn handle(
         &self,
