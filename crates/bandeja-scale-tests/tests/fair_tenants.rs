@@ -47,7 +47,10 @@ impl EventHandler<PgStore, Tick> for TenantWatch {
 }
 
 async fn emit(store: &PgStore, tenant: &TenantId, range: std::ops::Range<u64>) {
-    let outbox = store.outbox();
+    let outbox = Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let all: Vec<u64> = range.collect();
     for chunk in all.chunks(5_000) {
         let records: Vec<MessageRecord> = chunk

@@ -34,7 +34,7 @@
 //!
 //! let mut tx = store.pool().begin().await?;
 //! // ... your business writes through &mut *tx ...
-//! store.outbox().emit(&mut *tx, &Event::new("Order", "42", OrderPlaced { order_id: 42 })).await?;
+//! bandeja.outbox().emit(&mut tx, &Event::new("Order", "42", OrderPlaced { order_id: 42 })).await?;
 //! tx.commit().await?; // the event leaves only now, and surely
 //! running.shutdown().await;
 //! # Ok(()) }
@@ -71,6 +71,6 @@ pub mod amqp {
 pub mod prelude {
     pub use bandeja_core::{
         Bandeja, Command, CommandHandler, Config, Event, EventHandler, HandlerContext,
-        HandlerError, MessageStatus, Payload, RecordedEvents, Store, TenantId,
+        HandlerError, MessageStatus, Outbox, Payload, RecordedEvents, Store, TenantId,
     };
 }

@@ -180,8 +180,8 @@ impl<S: Store> EventHandler<S, Note> for Seen {
 // ---------------------------------------------------------------------------------------
 
 async fn every_emission_door<S: Admin>(store: S) {
-    let outbox = Outbox::new(store.clone());
     let bandeja = Bandeja::builder(store.clone()).build().expect("build");
+    let outbox = bandeja.outbox();
 
     unserializable_payloads(&store, &outbox, &bandeja).await;
     oversized_payloads(&store, &outbox, &bandeja).await;
@@ -238,7 +238,11 @@ async fn unserializable_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandej
 
 async fn oversized_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandeja<S>) {
     // `{"text":"…"}` is 11 bytes around the text.
-    let limited = outbox.clone().max_payload_bytes(64);
+    let limited = Bandeja::builder(store.clone())
+        .max_payload_bytes(64)
+        .build()
+        .expect("build")
+        .outbox();
     let over = Event::new("Thing", "1", note(&"x".repeat(54)));
     let error = refused!(store, |conn| limited.emit(conn, &over));
     assert!(matches!(error, Error::InvalidMessage(_)), "{error:?}");
@@ -247,7 +251,7 @@ async fn oversized_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &B
         &[
             "payload of `bad_input.Note` is 65 bytes, over the limit of 64",
             "store large data elsewhere and send a reference",
-            "Outbox::max_payload_bytes",
+            "BandejaBuilder::max_payload_bytes",
         ],
     );
 

@@ -89,7 +89,8 @@ pub async fn run<D: ShopDb>(db: D, settings: Settings) -> Result<(), StartError>
     println!("shop listening on http://{address}");
     tracing::info!(%address, service = settings.service.name(), nats = settings.nats.as_ref().map(|n| n.url.as_str()), notification_delay = ?settings.notification_delay, "shop started");
 
-    let served = axum::serve(listener, app::router(AppState::new(db), settings.service))
+    let app = app::router(AppState::new(db, bandeja.outbox()), settings.service);
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await;
     tracing::info!("HTTP server stopped; stopping the workers");

@@ -9,6 +9,7 @@ use tokio::task::JoinSet;
 
 use crate::config::Config;
 use crate::context::Shared;
+use crate::emission::Outbox;
 use crate::envelope::{Command, Event, Payload};
 use crate::error::{Error, Result};
 use crate::processing::{CommandHandler, EventHandler};
@@ -41,6 +42,7 @@ pub struct BandejaBuilder<S: Store> {
     service: Option<String>,
     handler_concurrency: usize,
     handler_timeouts: std::collections::BTreeMap<String, Duration>,
+    max_payload_bytes: usize,
 }
 
 impl<S: Store> BandejaBuilder<S> {
@@ -91,6 +93,23 @@ impl<S: Store> BandejaBuilder<S> {
     #[must_use]
     pub fn handler_timeout(mut self, subscriber: &str, timeout: Duration) -> Self {
         self.handler_timeouts.insert(subscriber.to_owned(), timeout);
+        self
+    }
+
+    /// The largest serialized payload this runtime emits, in bytes (default 1 MiB,
+    /// [`DEFAULT_MAX_PAYLOAD_BYTES`]): through [`Bandeja::outbox`], [`Bandeja::emit`] and
+    /// [`Bandeja::send`], and from handlers ([`HandlerContext::emit`](crate::HandlerContext::emit)).
+    /// A larger payload is refused with an error naming both sizes, and nothing is written.
+    ///
+    /// ```no_run
+    /// # fn demo<S: bandeja_core::Store>(store: S) -> bandeja_core::Result<()> {
+    /// let bandeja = bandeja_core::Bandeja::builder(store).max_payload_bytes(64 * 1024).build()?;
+    /// assert_eq!(bandeja.outbox().max_payload_bytes(), 64 * 1024);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn max_payload_bytes(mut self, limit: usize) -> Self {
+        self.max_payload_bytes = limit;
         self
     }
 
@@ -216,6 +235,7 @@ impl<S: Store> BandejaBuilder<S> {
                 registered: Arc::default(),
                 claimable,
                 routing,
+                max_payload_bytes: self.max_payload_bytes,
                 pace: crate::pace::Pace::default(),
                 conflicts: crate::conflicts::Conflicts::default(),
                 permits: crate::stragglers::Permits::new(
@@ -267,6 +287,7 @@ impl<S: Store> Bandeja<S> {
             service: None,
             handler_concurrency: 16,
             handler_timeouts: std::collections::BTreeMap::new(),
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
         }
     }
 
@@ -300,47 +321,48 @@ impl<S: Store> Bandeja<S> {
         config.group(box_kind).enabled.resolve(used)
     }
 
-    /// Emits an event in a transaction of its own (tests, scripts). Application code emits
-    /// through its own transaction with the store's outbox instead, so the event commits
-    /// with the business change.
+    /// The outbox of this runtime: emit events and send commands through your own
+    /// transaction with it, so they commit with your business change. It applies the
+    /// runtime's rules (its payload limit, and with a broker its routes: a command to a
+    /// service with no topic is refused). Cheap to clone: keep one in your application
+    /// state.
+    ///
+    /// ```no_run
+    /// # use bandeja_core::{Bandeja, Event, Payload, Store};
+    /// # #[derive(serde::Serialize, serde::Deserialize)]
+    /// # struct OrderPlaced { order_id: i64 }
+    /// # impl Payload for OrderPlaced { const TYPE: &'static str = "shop.OrderPlaced"; }
+    /// # async fn demo<S: Store>(bandeja: Bandeja<S>) -> bandeja_core::Result<()> {
+    /// let store = bandeja.store();
+    /// let mut tx = store.begin().await?;
+    /// // ... your business writes through &mut *tx ...
+    /// let event = Event::new("Order", "42", OrderPlaced { order_id: 42 });
+    /// bandeja.outbox().emit(&mut *tx, &event).await?;
+    /// store.commit(tx).await?; // the event leaves only now, and surely
+    /// # Ok(()) }
+    /// ```
+    pub fn outbox(&self) -> Outbox<S> {
+        Outbox::new(
+            self.shared.store.clone(),
+            self.shared.max_payload_bytes,
+            self.shared.routing.clone(),
+        )
+    }
+
+    /// Emits an event in a transaction of its own (tests, scripts), through
+    /// [`Self::outbox`]. Application code emits through its own transaction instead, so
+    /// the event commits with the business change.
     pub async fn emit<T: Payload>(&self, event: &Event<T>) -> Result<()> {
-        self.write(MessageKind::Event, MessageRecord::from_event(event)?)
+        self.outbox()
+            .write_alone(MessageKind::Event, MessageRecord::from_event(event)?)
             .await
     }
 
     /// Sends a command in a transaction of its own (see [`Self::emit`]).
     pub async fn send<T: Payload>(&self, command: &Command<T>) -> Result<()> {
-        self.write(MessageKind::Command, MessageRecord::from_command(command)?)
+        self.outbox()
+            .write_alone(MessageKind::Command, MessageRecord::from_command(command)?)
             .await
-    }
-
-    /// Checks that a message can leave this service: with a broker, a command's target
-    /// service needs a topic (`commands.topics`). Call it before emitting through your own
-    /// transaction to fail early; the dispatcher marks an unroutable command FAILED.
-    pub fn check_route(&self, record: &MessageRecord) -> Result<()> {
-        if let Some(routing) = &self.shared.routing {
-            routing.address(record)?;
-        }
-        Ok(())
-    }
-
-    async fn write(&self, kind: MessageKind, mut record: MessageRecord) -> Result<()> {
-        record.check_size(DEFAULT_MAX_PAYLOAD_BYTES)?;
-        self.check_route(&record)?;
-        crate::emission::prepare(std::slice::from_mut(&mut record));
-        let store = &self.shared.store;
-        let mut tx = store.begin().await?;
-        store
-            .insert_outbox(&mut *tx, kind, std::slice::from_ref(&record))
-            .await
-            .map_err(|e| {
-                crate::emission::explain_duplicate(e, kind, std::slice::from_ref(&record))
-            })?;
-        store.commit(tx).await?;
-        crate::fault::point("after-emit-commit");
-        crate::telemetry::emitted(kind.outbox(), std::slice::from_ref(&record));
-        store.wakers().wake(kind.outbox());
-        Ok(())
     }
 
     /// Starts the enabled workers (and, with a broker transport, its subscriptions).

@@ -277,7 +277,10 @@ async fn emit_pings<S: Store>(
     range: std::ops::Range<u64>,
     key: impl Fn(u64) -> String,
 ) -> Vec<MessageId> {
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = crate::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     let mut ids = Vec::new();
     for n in range {
@@ -598,7 +601,10 @@ pub async fn hung_handler_times_out_and_releases_its_lease_while_others_proceed<
         .expect("the handler started hanging");
     let hung_at = std::time::Instant::now();
     let other_tenant = TenantId::new("tenant-b").expect("tenant");
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = crate::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     let healthy = [
         Event::new("Ping", "k1", Ping { n: 1 }),
@@ -715,7 +721,10 @@ pub async fn a_hung_first_attempt_delays_other_keys_by_at_most_one_backoff<S: In
     .expect("the handler started hanging");
     // Ten more while it hangs, of another tenant: a later claim.
     let other_tenant = TenantId::new("tenant-b").expect("tenant");
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = crate::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     for n in 11..21 {
         let event =
@@ -1383,7 +1392,10 @@ pub async fn commands_reach_their_handler_in_the_target_tenant<S: Inspect>(store
     })
     .await
     .expect("command");
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = crate::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     outbox.send(&mut *tx, &command).await.expect("send");
     store.commit(tx).await.expect("commit");
@@ -1747,7 +1759,10 @@ pub async fn a_tenant_backlog_does_not_starve_another_tenant<S: Inspect>(store: 
         TenantId::new("tenant-a").expect("t"),
         TenantId::new("tenant-b").expect("t"),
     );
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = crate::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let emit = |tenant: TenantId, range: std::ops::Range<u64>| {
         let (store, outbox) = (store.clone(), outbox.clone());
         async move {

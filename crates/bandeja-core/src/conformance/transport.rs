@@ -244,7 +244,10 @@ async fn emit<S: Store>(
     store: &S,
     pings: impl IntoIterator<Item = (u64, String)>,
 ) -> Vec<MessageId> {
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = crate::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     let mut ids = Vec::new();
     for (n, key) in pings {
@@ -564,7 +567,10 @@ pub async fn headers_arrive_intact<S: Inspect>(h: Harness<S>) {
 }
 
 async fn producer_emit<S: Store>(store: &S, event: &Event<Ping>) {
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = crate::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     outbox.emit(&mut *tx, event).await.expect("emit");
     store.commit(tx).await.expect("commit");
@@ -615,7 +621,10 @@ pub async fn commands_reach_the_service_their_topic_names<S: Inspect>(h: Harness
         "{refused:?}"
     );
     let mut tx = orders.begin().await.expect("begin");
-    crate::emission::Outbox::new(orders.clone())
+    crate::runtime::Bandeja::builder(orders.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox()
         .send(&mut *tx, &lost)
         .await
         .expect("written through the outbox");

@@ -8,9 +8,10 @@ use async_trait::async_trait;
 
 use crate::envelope::{Command, Event, MessageId, Payload};
 use crate::error::{HandlerError, Result};
-use crate::record::{MessageRecord, StoredMessage, DEFAULT_MAX_PAYLOAD_BYTES};
+use crate::record::{MessageRecord, StoredMessage};
 use crate::store::Store;
 use crate::tenant::TenantId;
+use crate::transport::routing::{check_outgoing, Routing};
 
 /// Reacts to events of type `T`. Runs inside the transaction that marks the inbox row
 /// COMPLETED: whatever it writes through [`HandlerContext::conn`] and emits through
@@ -82,19 +83,31 @@ pub trait EventBatchHandler<S: Store, T: Payload>: Send + Sync + 'static {
 }
 
 /// What a handler can reach: the transaction, the message's metadata, and emission of new
-/// messages that commit with the handling.
+/// messages that commit with the handling. Each store names its own as `Context`
+/// (`bandeja::sqlite::Context<'_>` is `HandlerContext<'_, SqliteStore>`).
 pub struct HandlerContext<'t, S: Store> {
     tx: &'t mut S::Tx,
     message: &'t StoredMessage,
     emitted: Vec<MessageRecord>,
+    max_payload_bytes: usize,
+    routing: Option<&'t Routing>,
 }
 
 impl<'t, S: Store> HandlerContext<'t, S> {
-    pub(crate) fn new(tx: &'t mut S::Tx, message: &'t StoredMessage) -> Self {
+    /// The context of a handler of `message` on `tx`; what it emits follows the runtime's
+    /// rules (`max_payload_bytes`, and with a broker `routing`).
+    pub(crate) fn new(
+        tx: &'t mut S::Tx,
+        message: &'t StoredMessage,
+        max_payload_bytes: usize,
+        routing: Option<&'t Routing>,
+    ) -> Self {
         HandlerContext {
             tx,
             message,
             emitted: Vec::new(),
+            max_payload_bytes,
+            routing,
         }
     }
 
@@ -143,12 +156,14 @@ impl<'t, S: Store> HandlerContext<'t, S> {
     }
 
     /// Emits an event that commits with this handling. It inherits the handled message's
-    /// correlation id and tenant, and its causation id is the handled message's id.
+    /// correlation id and tenant, and its causation id is the handled message's id. The
+    /// runtime's rules apply, as for [`Bandeja::outbox`](crate::Bandeja::outbox): a payload
+    /// over the limit is an error, and nothing is emitted.
     pub fn emit<T: Payload>(&mut self, mut event: Event<T>) -> Result<()> {
         self.inherit(&mut event.correlation_id, &mut event.causation_id);
         event.tenant_id = self.tenant().clone();
         let record = MessageRecord::from_event(&event)?;
-        record.check_size(DEFAULT_MAX_PAYLOAD_BYTES)?;
+        check_outgoing(&record, self.max_payload_bytes, self.routing)?;
         self.emitted.push(record);
         Ok(())
     }
@@ -167,11 +182,13 @@ impl<'t, S: Store> HandlerContext<'t, S> {
         self.emit(event)
     }
 
-    /// Sends a command that commits with this handling (same inheritance as [`Self::emit`]).
+    /// Sends a command that commits with this handling (same inheritance and rules as
+    /// [`Self::emit`]; with a broker, a target service without a topic in `commands.topics`
+    /// is an error).
     pub fn send<T: Payload>(&mut self, mut command: Command<T>) -> Result<()> {
         self.inherit(&mut command.correlation_id, &mut command.causation_id);
         let record = MessageRecord::from_command(&command)?;
-        record.check_size(DEFAULT_MAX_PAYLOAD_BYTES)?;
+        check_outgoing(&record, self.max_payload_bytes, self.routing)?;
         self.emitted.push(record);
         Ok(())
     }

@@ -288,7 +288,7 @@ impl MessageRecord {
             return Err(Error::InvalidMessage(format!(
                 "payload of `{}` is {} bytes, over the limit of {max_bytes}: store large data \
                  elsewhere and send a reference, or raise the limit with \
-                 `Outbox::max_payload_bytes` (default {DEFAULT_MAX_PAYLOAD_BYTES})",
+                 `BandejaBuilder::max_payload_bytes` (default {DEFAULT_MAX_PAYLOAD_BYTES})",
                 self.message_type,
                 self.payload.len()
             )));

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use bandeja_core::config::CompletionModes;
 use bandeja_core::wake::Wakers;
-use bandeja_core::{BoxKind, HandlerContext, Outbox, StoreError, StoreErrorKind};
+use bandeja_core::{BoxKind, HandlerContext, StoreError, StoreErrorKind};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 
 use crate::queries::BoxQueries;
@@ -290,11 +290,6 @@ impl PgStore {
     /// adds rows to a box sends the box's table name (`outbox_events`...) as payload.
     pub fn channel(&self) -> &str {
         &self.inner.channel
-    }
-
-    /// The outbox handle: emit through your own transaction with it.
-    pub fn outbox(&self) -> Outbox<PgStore> {
-        Outbox::new(self.clone())
     }
 
     /// Starts the `NOTIFY` relay if it is not running yet, and returns once it listens.

@@ -37,7 +37,10 @@ async fn a_late_commit_with_a_lower_seq_is_delivered() {
     let Some((store, _guard)) = try_fresh_store().await else {
         return;
     };
-    let outbox = store.outbox();
+    let outbox = Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     // The late transaction takes its seq first, then stays open.
     let mut late = store.begin().await.expect("begin");
     outbox

@@ -72,7 +72,7 @@ async fn leases_are_renewed_while_handlers_hold_every_connection() {
         .on_event::<Ping, _>("s", handler.clone())
         .build()
         .expect("build");
-    let outbox = store.outbox();
+    let outbox = bandeja.outbox();
     let mut tx = store.begin().await.expect("begin");
     for n in 0..6u64 {
         outbox

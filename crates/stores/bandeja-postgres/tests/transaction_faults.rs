@@ -152,7 +152,10 @@ async fn effects(store: &PgStore) -> Vec<i64> {
 }
 
 async fn emit(store: &PgStore, range: std::ops::Range<u64>, tenant: Option<&TenantId>) {
-    let outbox = store.outbox();
+    let outbox = Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     for n in range {
         let mut event = Event::new("Ping", format!("k{n}"), Ping { n });

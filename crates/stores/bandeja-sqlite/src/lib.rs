@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bandeja_core::config::CompletionModes;
 use bandeja_core::wake::Wakers;
-use bandeja_core::{BoxKind, HandlerContext, Outbox, StoreError, StoreErrorKind};
+use bandeja_core::{BoxKind, HandlerContext, StoreError, StoreErrorKind};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -127,11 +127,6 @@ impl SqliteStore {
     /// The pool: use it for your own tables, so your transactions and bandeja's share a database.
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
-    }
-
-    /// The outbox handle: emit through your own transaction with it.
-    pub fn outbox(&self) -> Outbox<SqliteStore> {
-        Outbox::new(self.clone())
     }
 
     pub(crate) fn queries(&self, box_kind: BoxKind) -> &BoxQueries {

@@ -324,7 +324,10 @@ pub async fn a_process_claims_only_the_types_it_runs_a_subscriber_for<S: Inspect
         .start()
         .await
         .expect("start the old process");
-    let outbox = crate::emission::Outbox::new(store.clone());
+    let outbox = crate::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     for n in 0..5 {
         let pong = crate::envelope::Event::new("Pong", format!("k{n}"), super::Pong { n });
