@@ -30,7 +30,7 @@ pub use envelope::{Command, Direction, Event, Headers, MessageId, Payload};
 pub use error::{BoxError, Error, FailureKind, HandlerError, Result, StoreError, StoreErrorKind};
 pub use processing::{CommandHandler, EventBatchHandler, EventHandler, HandlerContext};
 pub use record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
-pub use runtime::{Bandeja, BandejaBuilder, Running};
+pub use runtime::{shutdown_signal, Bandeja, BandejaBuilder, Running};
 pub use status::MessageStatus;
 pub use store::Store;
 pub use tenant::TenantId;
