@@ -6,9 +6,11 @@
 //! inside the transaction that marks it done). At least once on the wire, exactly once in
 //! effect.
 //!
-//! This facade re-exports the core ([`bandeja_core`]) and the store adapters behind cargo
-//! features: `sqlite` (default, the embedded store) and `postgres`; and the broker
-//! transports: `nats` (NATS JetStream) and `amqp` (RabbitMQ).
+//! This facade re-exports what applications use from the core ([`bandeja_core`]), and the
+//! adapters behind cargo features: the stores `sqlite` (default, the embedded store) and
+//! `postgres`, the broker transports `nats` (NATS JetStream) and `amqp` (RabbitMQ). Each
+//! store module brings its handler context alias (`bandeja::sqlite::Context<'_>`) and the
+//! `sqlx` it is built on (`bandeja::sqlite::sqlx`).
 //!
 //! ```no_run
 //! use bandeja::prelude::*;
@@ -39,30 +41,52 @@
 //! running.shutdown().await;
 //! # Ok(()) }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub use async_trait::async_trait;
-pub use bandeja_core::*;
+pub use bandeja_core::{
+    admin, config, envelope, error, record, status, store, telemetry, tenant, testing, transport,
+};
+pub use bandeja_core::{
+    shutdown_signal, Bandeja, BandejaBuilder, BoxError, BoxKind, Command, CommandHandler,
+    CompletionMode, Config, ConfigError, Direction, Enabled, Error, Event, EventBatchHandler,
+    EventHandler, FailureKind, HandlerContext, HandlerError, HandlerTransaction, Headers,
+    MessageId, MessageKind, MessageRecord, MessageStatus, Outbox, Payload, RecordedEvents, Result,
+    Running, Staleness, Store, StoreError, StoreErrorKind, StoredMessage, TenantId, Transport,
+    WorkerConfig,
+};
 
-/// The SQLite store (feature `sqlite`).
+/// Named crash points for crash tests (feature `fault-injection`): never in production
+/// builds.
+#[cfg(feature = "fault-injection")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fault-injection")))]
+pub use bandeja_core::fault;
+
+/// The SQLite store (feature `sqlite`): [`SqliteStore`](sqlite::SqliteStore), its handler
+/// context [`Context`](sqlite::Context) and its [`sqlx`](sqlite::sqlx).
 #[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub mod sqlite {
     pub use bandeja_sqlite::*;
 }
 
-/// The PostgreSQL store (feature `postgres`).
+/// The PostgreSQL store (feature `postgres`): [`PgStore`](postgres::PgStore), its handler
+/// context [`Context`](postgres::Context) and its [`sqlx`](postgres::sqlx).
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres {
     pub use bandeja_postgres::*;
 }
 
 /// The NATS JetStream transport (feature `nats`).
 #[cfg(feature = "nats")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
 pub mod nats {
     pub use bandeja_nats::*;
 }
 
 /// The RabbitMQ transport (feature `amqp`).
 #[cfg(feature = "amqp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "amqp")))]
 pub mod amqp {
     pub use bandeja_amqp::*;
 }
@@ -70,7 +94,8 @@ pub mod amqp {
 /// The names most applications use.
 pub mod prelude {
     pub use bandeja_core::{
-        Bandeja, Command, CommandHandler, Config, Event, EventHandler, HandlerContext,
-        HandlerError, MessageStatus, Outbox, Payload, RecordedEvents, Store, TenantId,
+        Bandeja, Command, CommandHandler, Config, Event, EventBatchHandler, EventHandler,
+        HandlerContext, HandlerError, MessageStatus, Outbox, Payload, RecordedEvents, Running,
+        Store, TenantId,
     };
 }
