@@ -12,35 +12,62 @@
 //! store module brings its handler context alias (`bandeja::sqlite::Context<'_>`) and the
 //! `sqlx` it is built on (`bandeja::sqlite::sqlx`).
 //!
-//! ```no_run
+//! The first program (`examples/hello`, also the README's quickstart): one event emitted
+//! through the caller's transaction, one handler that prints it, then a graceful exit.
+//!
+//! ```
+//! //! Hello, bandeja: emit one event in a transaction, handle it, exit.
+//! use std::time::Duration;
+//!
 //! use bandeja::prelude::*;
-//! use bandeja::sqlite::SqliteStore;
+//! use bandeja::sqlite::{Context, SqliteStore};
 //!
 //! #[derive(serde::Serialize, serde::Deserialize)]
-//! struct OrderPlaced { order_id: i64 }
-//! impl Payload for OrderPlaced { const TYPE: &'static str = "shop.OrderPlaced"; }
+//! struct Greeted {
+//!     to: String,
+//! }
+//! impl Payload for Greeted {
+//!     const TYPE: &'static str = "hello.Greeted";
+//! }
 //!
-//! struct Mailer;
-//! impl EventHandler<SqliteStore, OrderPlaced> for Mailer {
-//!     async fn handle(&self, ctx: &mut HandlerContext<'_, SqliteStore>, event: Event<OrderPlaced>) -> Result<(), HandlerError> {
-//!         sqlx::query("INSERT INTO mails (order_id) VALUES (?)").bind(event.payload.order_id).execute(ctx.conn()).await?;
+//! static HANDLED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+//!
+//! struct Greeter;
+//! impl EventHandler<SqliteStore, Greeted> for Greeter {
+//!     async fn handle(&self, _: &mut Context<'_>, event: Event<Greeted>) -> Result<(), HandlerError> {
+//!         println!("hello, {}!", event.payload.to);
+//!         HANDLED.notify_one();
 //!         Ok(())
 //!     }
 //! }
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let store = SqliteStore::connect("sqlite://shop.db").await?;
-//! store.migrate().await?;
-//! let bandeja = Bandeja::builder(store.clone()).on_event("mailer", Mailer).build()?;
-//! let running = bandeja.start().await?;
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let store = SqliteStore::connect("sqlite::memory:").await?;
+//!     store.migrate().await?;
+//!     // The spec's defaults wait 2 s (outbox) and 10 s (inbox) before the first poll.
+//!     let mut config = Config::default();
+//!     config.events_outbox.polling_initial_delay = Duration::ZERO;
+//!     config.events_inbox.polling_initial_delay = Duration::ZERO;
+//!     let bandeja = Bandeja::builder(store.clone())
+//!         .config(config)
+//!         .on_event("greeter", Greeter)
+//!         .build()?;
+//!     let running = bandeja.start().await?;
 //!
-//! let mut tx = store.pool().begin().await?;
-//! // ... your business writes through &mut *tx ...
-//! bandeja.outbox().emit(&mut tx, &Event::new("Order", "42", OrderPlaced { order_id: 42 })).await?;
-//! tx.commit().await?; // the event leaves only now, and surely
-//! running.shutdown().await;
-//! # Ok(()) }
+//!     let mut tx = store.pool().begin().await?;
+//!     // ... your business writes through &mut *tx ...
+//!     let event = Event::new("Greeting", "1", Greeted { to: "world".into() });
+//!     bandeja.outbox().emit(&mut tx, &event).await?;
+//!     tx.commit().await?; // the event leaves only now, and surely
+//!
+//!     running.run_until(HANDLED.notified()).await; // then a graceful shutdown
+//!     Ok(())
+//! }
 //! ```
+//!
+//! A service ends its `main` with `running.run_until_signal().await` (Ctrl-C or SIGTERM,
+//! then a graceful shutdown) instead.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use bandeja_core::{
