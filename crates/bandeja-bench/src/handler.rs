@@ -5,7 +5,6 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use async_trait::async_trait;
 use bandeja::{Event, EventBatchHandler, EventHandler, HandlerContext, HandlerError, Payload};
 
 use crate::db::BenchDb;
@@ -49,7 +48,6 @@ impl<S> Effect<S> {
     }
 }
 
-#[async_trait]
 impl<S: BenchDb> EventBatchHandler<S, BenchPing> for Effect<S> {
     async fn handle_batch(
         &self,
@@ -67,7 +65,6 @@ impl<S: BenchDb> EventBatchHandler<S, BenchPing> for Effect<S> {
     }
 }
 
-#[async_trait]
 impl<S: BenchDb> EventHandler<S, BenchPing> for Effect<S> {
     async fn handle(
         &self,

@@ -378,7 +378,7 @@ async fn drain<S: BenchDb>(
     schema: Option<&str>,
 ) -> Result<(), BoxError> {
     eprintln!("emitting {} messages into the outbox...", args.messages);
-    let outbox = bandeja::Outbox::new(store.clone());
+    let outbox = Bandeja::builder(store.clone()).build()?.outbox();
     let mut n = 0;
     while n < args.messages {
         let end = (n + 1000).min(args.messages);
@@ -452,7 +452,7 @@ async fn live<S: BenchDb>(
         let store = store.clone();
         let keys = args.keys;
         tasks.push(tokio::spawn(async move {
-            let outbox = bandeja::Outbox::new(store.clone());
+            let outbox = Bandeja::builder(store.clone()).build()?.outbox();
             let mut ticker = tokio::time::interval(per_emitter);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
             let mut n = e;

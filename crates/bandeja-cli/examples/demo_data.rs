@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja_core::store::Inspect;
 use bandeja_core::testing::eventually;
 use bandeja_core::{
@@ -32,7 +31,6 @@ impl Payload for OrderPlaced {
 #[derive(Clone)]
 struct Billing;
 
-#[async_trait]
 impl EventHandler<SqliteStore, OrderPlaced> for Billing {
     async fn handle(
         &self,
@@ -53,7 +51,6 @@ impl EventHandler<SqliteStore, OrderPlaced> for Billing {
 #[derive(Clone)]
 struct Notification;
 
-#[async_trait]
 impl EventHandler<SqliteStore, OrderPlaced> for Notification {
     async fn handle(
         &self,

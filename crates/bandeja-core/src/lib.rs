@@ -31,7 +31,7 @@ pub use error::{
 };
 pub use processing::{CommandHandler, EventBatchHandler, EventHandler, HandlerContext};
 pub use record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
-pub use runtime::{Bandeja, BandejaBuilder, Running};
+pub use runtime::{shutdown_signal, Bandeja, BandejaBuilder, Running};
 pub use status::MessageStatus;
 pub use store::Store;
 pub use tenant::TenantId;

@@ -414,7 +414,6 @@ impl<S: EffectStore> Recording<S> {
     }
 }
 
-#[async_trait]
 impl<S: EffectStore> EventHandler<S, Noted> for Recording<S> {
     async fn handle(
         &self,
@@ -425,7 +424,6 @@ impl<S: EffectStore> EventHandler<S, Noted> for Recording<S> {
     }
 }
 
-#[async_trait]
 impl<S: EffectStore> EventHandler<S, Charged> for Recording<S> {
     async fn handle(
         &self,
@@ -436,7 +434,6 @@ impl<S: EffectStore> EventHandler<S, Charged> for Recording<S> {
     }
 }
 
-#[async_trait]
 impl<S: EffectStore> CommandHandler<S, Ship> for Recording<S> {
     async fn handle(
         &self,
@@ -447,7 +444,6 @@ impl<S: EffectStore> CommandHandler<S, Ship> for Recording<S> {
     }
 }
 
-#[async_trait]
 impl<S: EffectStore> CommandHandler<S, Refund> for Recording<S> {
     async fn handle(
         &self,

@@ -27,7 +27,6 @@ pub mod nats_server;
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja::postgres::PgStore;
 use bandeja::{
     Command, CommandHandler, Config, Event, EventHandler, HandlerContext, HandlerError, Payload,
@@ -307,7 +306,6 @@ impl EffectWriter {
     }
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Tick> for EffectWriter {
     async fn handle(
         &self,
@@ -323,7 +321,6 @@ impl EventHandler<PgStore, Tick> for EffectWriter {
     }
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Poison> for EffectWriter {
     async fn handle(
         &self,
@@ -337,7 +334,6 @@ impl EventHandler<PgStore, Poison> for EffectWriter {
     }
 }
 
-#[async_trait]
 impl CommandHandler<PgStore, Fulfil> for EffectWriter {
     async fn handle(
         &self,

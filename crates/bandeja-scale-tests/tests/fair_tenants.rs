@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use bandeja::postgres::PgStore;
 use bandeja::{
-    async_trait, Bandeja, Config, Event, EventHandler, HandlerContext, HandlerError, MessageRecord,
-    Store, TenantId,
+    Bandeja, Config, Event, EventHandler, HandlerContext, HandlerError, MessageRecord, Store,
+    TenantId,
 };
 use bandeja_scale_tests::{worker_config, EffectWriter, Tick, SUBSCRIBERS};
 use common::try_fresh;
@@ -32,7 +32,6 @@ struct TenantWatch {
     foreign: Arc<AtomicU64>,
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Tick> for TenantWatch {
     async fn handle(
         &self,
@@ -48,7 +47,10 @@ impl EventHandler<PgStore, Tick> for TenantWatch {
 }
 
 async fn emit(store: &PgStore, tenant: &TenantId, range: std::ops::Range<u64>) {
-    let outbox = store.outbox();
+    let outbox = Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let all: Vec<u64> = range.collect();
     for chunk in all.chunks(5_000) {
         let records: Vec<MessageRecord> = chunk

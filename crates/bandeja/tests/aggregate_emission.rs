@@ -49,7 +49,7 @@ impl Task {
 
 /// The persistence adapter: INSERT, hydrate, drain — one transaction, the caller's.
 async fn save(
-    store: &SqliteStore,
+    outbox: &Outbox<SqliteStore>,
     tx: &mut sqlx::SqliteConnection,
     task: &mut Task,
 ) -> bandeja::Result<()> {
@@ -60,13 +60,12 @@ async fn save(
         .map_err(|e| StoreError::new(StoreErrorKind::Permanent, "insert into tasks", e))?;
     task.id = Some(id);
     let records = task.events.drain(&id.to_string())?;
-    store.outbox().emit_records(tx, records).await
+    outbox.emit_records(tx, records).await
 }
 
 #[derive(Clone, Default)]
 struct Seen(Arc<Mutex<Vec<(String, String)>>>);
 
-#[bandeja::async_trait]
 impl EventHandler<SqliteStore, TaskCreated> for Seen {
     async fn handle(
         &self,
@@ -109,13 +108,17 @@ async fn commit_delivers_and_rollback_leaves_nothing() {
     // Rolled back: neither the task nor its event exist, and nothing is ever delivered.
     let mut tx = store.pool().begin().await.expect("begin");
     let mut ghost = Task::create("ghost");
-    save(&store, &mut tx, &mut ghost).await.expect("save");
+    save(&bandeja.outbox(), &mut tx, &mut ghost)
+        .await
+        .expect("save");
     tx.rollback().await.expect("rollback");
 
     // Committed: the event is in the outbox with the generated aggregate id, and delivered.
     let mut tx = store.pool().begin().await.expect("begin");
     let mut real = Task::create("write the docs");
-    save(&store, &mut tx, &mut real).await.expect("save");
+    save(&bandeja.outbox(), &mut tx, &mut real)
+        .await
+        .expect("save");
     assert!(real.events.is_empty(), "drained");
     tx.commit().await.expect("commit");
 

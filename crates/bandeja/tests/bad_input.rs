@@ -174,7 +174,6 @@ const NASTY_TENANTS: [&str; 6] = [
 #[derive(Clone, Default)]
 struct Seen(Arc<Mutex<Vec<(TenantId, String)>>>);
 
-#[bandeja::async_trait]
 impl<S: Store> EventHandler<S, Note> for Seen {
     async fn handle(
         &self,
@@ -194,8 +193,8 @@ impl<S: Store> EventHandler<S, Note> for Seen {
 // ---------------------------------------------------------------------------------------
 
 async fn every_emission_door<S: Admin>(store: S) {
-    let outbox = Outbox::new(store.clone());
     let bandeja = Bandeja::builder(store.clone()).build().expect("build");
+    let outbox = bandeja.outbox();
 
     unserializable_payloads(&store, &outbox, &bandeja).await;
     oversized_payloads(&store, &outbox, &bandeja).await;
@@ -252,7 +251,11 @@ async fn unserializable_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandej
 
 async fn oversized_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandeja<S>) {
     // `{"text":"…"}` is 11 bytes around the text.
-    let limited = outbox.clone().max_payload_bytes(64);
+    let limited = Bandeja::builder(store.clone())
+        .max_payload_bytes(64)
+        .build()
+        .expect("build")
+        .outbox();
     let over = Event::new("Thing", "1", note(&"x".repeat(54)));
     let error = refused!(store, |conn| limited.emit(conn, &over));
     assert!(
@@ -268,7 +271,7 @@ async fn oversized_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &B
         &error,
         &[
             "store large data elsewhere and send a reference",
-            "Outbox::max_payload_bytes",
+            "BandejaBuilder::max_payload_bytes",
         ],
     );
 
@@ -359,7 +362,6 @@ async fn unusable_type_names<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &
 }
 
 struct NamelessHandler;
-#[bandeja::async_trait]
 impl<S: Store> EventHandler<S, Nameless> for NamelessHandler {
     async fn handle(
         &self,

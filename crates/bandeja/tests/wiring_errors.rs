@@ -22,7 +22,6 @@ impl Payload for Ship {
 }
 
 struct Shipper;
-#[bandeja::async_trait]
 impl<S: Store> CommandHandler<S, Ship> for Shipper {
     async fn handle(
         &self,
@@ -45,7 +44,7 @@ impl std::error::Error for Mismatch {}
 
 /// A broker that refuses every subscription.
 struct Refusing;
-#[bandeja::async_trait]
+#[async_trait::async_trait]
 impl Transport for Refusing {
     fn name(&self) -> &str {
         "refusing"

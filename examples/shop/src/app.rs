@@ -23,17 +23,14 @@ use crate::{catalog, inventory, order, ShopDb};
 pub struct AppState<D: ShopDb> {
     /// The database (also bandeja's store).
     pub db: D,
-    /// Writes events through the caller's transaction.
+    /// Writes events through the caller's transaction, with the runtime's rules.
     pub outbox: Outbox<D>,
 }
 
 impl<D: ShopDb> AppState<D> {
-    /// The state on `db`.
-    pub fn new(db: D) -> Self {
-        AppState {
-            outbox: Outbox::new(db.clone()),
-            db,
-        }
+    /// The state on `db`, emitting through `outbox` (the runtime's, `bandeja.outbox()`).
+    pub fn new(db: D, outbox: Outbox<D>) -> Self {
+        AppState { db, outbox }
     }
 }
 

@@ -89,39 +89,12 @@ pub async fn run<D: ShopDb>(db: D, settings: Settings) -> Result<(), StartError>
     println!("shop listening on http://{address}");
     tracing::info!(%address, service = settings.service.name(), nats = settings.nats.as_ref().map(|n| n.url.as_str()), notification_delay = ?settings.notification_delay, "shop started");
 
-    let served = axum::serve(listener, app::router(AppState::new(db), settings.service))
-        .with_graceful_shutdown(shutdown_signal())
+    // Until Ctrl-C or SIGTERM: the server stops taking requests and finishes those in
+    // flight, then the workers stop gracefully.
+    let app = app::router(AppState::new(db, bandeja.outbox()), settings.service);
+    let served = running
+        .run_until(axum::serve(listener, app).with_graceful_shutdown(bandeja::shutdown_signal()))
         .await;
-    tracing::info!("HTTP server stopped; stopping the workers");
-    running.shutdown().await;
     tracing::info!("shop stopped");
     Ok(served?)
-}
-
-/// Resolves on Ctrl-C or (on Unix) SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("Ctrl-C received, shutting down"),
-        () = terminate => tracing::info!("SIGTERM received, shutting down"),
-    }
 }

@@ -9,7 +9,6 @@
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja_conformance::fixtures::{fast_config, take_over, Ping};
 use bandeja_core::admin::Admin;
 use bandeja_core::testing::eventually;
@@ -102,7 +101,6 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
 #[derive(Clone)]
 struct Failing;
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Failing {
     async fn handle(
         &self,
@@ -117,7 +115,6 @@ impl<S: Store> EventHandler<S, Ping> for Failing {
 #[derive(Clone)]
 struct Succeeding;
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Succeeding {
     async fn handle(
         &self,

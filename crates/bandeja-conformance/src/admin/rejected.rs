@@ -27,7 +27,6 @@ use crate::fixtures::{fast_config, Ping, Pong};
 #[derive(Clone, Default)]
 struct Refunds(Arc<std::sync::Mutex<Vec<u64>>>);
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Pong> for Refunds {
     async fn handle(
         &self,
@@ -43,7 +42,6 @@ impl<S: Store> EventHandler<S, Pong> for Refunds {
 #[derive(Clone)]
 struct Quiet;
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Quiet {
     async fn handle(
         &self,

@@ -7,8 +7,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
 use bandeja_core::config::{CompletionMode, Config, HandlerTransaction};
 use bandeja_core::envelope::{Command, Event};
 use bandeja_core::error::HandlerError;
@@ -57,7 +55,6 @@ impl Counter {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Counter {
     async fn handle(
         &self,
@@ -69,7 +66,6 @@ impl<S: Store> EventHandler<S, Ping> for Counter {
     }
 }
 
-#[async_trait]
 impl<S: Store> CommandHandler<S, Archive> for Counter {
     async fn handle(
         &self,

@@ -3,8 +3,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
-
 use bandeja_core::config::Enabled;
 use bandeja_core::envelope::{Event, Payload};
 use bandeja_core::error::HandlerError;
@@ -25,7 +23,6 @@ struct Batcher {
     poison: u64,
 }
 
-#[async_trait]
 impl<S: Store> EventBatchHandler<S, Ping> for Batcher {
     async fn handle_batch(
         &self,

@@ -5,8 +5,6 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
 use bandeja_core::config::Enabled;
 use bandeja_core::envelope::{Command, Payload};
 use bandeja_core::error::HandlerError;
@@ -35,7 +33,6 @@ impl Payload for Unhandled {
 #[derive(Clone, Default)]
 struct Archiver(Arc<std::sync::Mutex<Vec<u64>>>);
 
-#[async_trait]
 impl<S: Store> CommandHandler<S, Archive> for Archiver {
     async fn handle(
         &self,
@@ -327,7 +324,10 @@ pub async fn a_process_claims_only_the_types_it_runs_a_subscriber_for<S: Inspect
         .start()
         .await
         .expect("start the old process");
-    let outbox = bandeja_core::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     for n in 0..5 {
         let pong = bandeja_core::envelope::Event::new("Pong", format!("k{n}"), Pong { n });

@@ -34,7 +34,10 @@ pub(crate) async fn emit_pings<S: Store>(
     range: std::ops::Range<u64>,
     key: impl Fn(u64) -> String,
 ) -> Vec<MessageId> {
-    let outbox = bandeja_core::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     let mut ids = Vec::new();
     for n in range {

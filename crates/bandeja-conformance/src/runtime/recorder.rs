@@ -4,8 +4,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
 use bandeja_core::envelope::{Event, MessageId};
 use bandeja_core::error::HandlerError;
 use bandeja_core::processing::{EventHandler, HandlerContext};
@@ -134,7 +132,6 @@ impl Recorder {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Recorder {
     async fn handle(
         &self,
@@ -145,7 +142,6 @@ impl<S: Store> EventHandler<S, Ping> for Recorder {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Pong> for Recorder {
     async fn handle(
         &self,

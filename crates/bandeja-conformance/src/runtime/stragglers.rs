@@ -5,8 +5,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
 use bandeja_core::envelope::Event;
 use bandeja_core::error::HandlerError;
 use bandeja_core::processing::{EventHandler, HandlerContext};
@@ -150,7 +148,10 @@ pub async fn a_hung_first_attempt_delays_other_keys_by_at_most_one_backoff<S: In
     .expect("the handler started hanging");
     // Ten more while it hangs, of another tenant: a later claim.
     let other_tenant = TenantId::new("tenant-b").expect("tenant");
-    let outbox = bandeja_core::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     for n in 11..21 {
         let event =
@@ -237,7 +238,6 @@ impl Gauge {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Gauge {
     async fn handle(
         &self,

@@ -4,8 +4,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
 use bandeja_core::envelope::{Command, Event};
 use bandeja_core::error::HandlerError;
 use bandeja_core::processing::{CommandHandler, HandlerContext};
@@ -26,7 +24,6 @@ struct TenantProbe(Arc<Mutex<Vec<TenantSeen>>>);
 /// (handler context tenant, command source tenant, task-local current tenant)
 type TenantSeen = (TenantId, TenantId, Option<TenantId>);
 
-#[async_trait]
 impl<S: Store> CommandHandler<S, Archive> for TenantProbe {
     async fn handle(
         &self,
@@ -66,7 +63,10 @@ pub async fn commands_reach_their_handler_in_the_target_tenant<S: Inspect>(store
     })
     .await
     .expect("command");
-    let outbox = bandeja_core::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     outbox.send(&mut *tx, &command).await.expect("send");
     store.commit(tx).await.expect("commit");
@@ -90,7 +90,10 @@ pub async fn a_tenant_backlog_does_not_starve_another_tenant<S: Inspect>(store: 
         TenantId::new("tenant-a").expect("t"),
         TenantId::new("tenant-b").expect("t"),
     );
-    let outbox = bandeja_core::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let emit = |tenant: TenantId, range: std::ops::Range<u64>| {
         let (store, outbox) = (store.clone(), outbox.clone());
         async move {

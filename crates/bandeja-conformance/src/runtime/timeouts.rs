@@ -55,7 +55,10 @@ pub async fn hung_handler_times_out_and_releases_its_lease_while_others_proceed<
         .expect("the handler started hanging");
     let hung_at = std::time::Instant::now();
     let other_tenant = TenantId::new("tenant-b").expect("tenant");
-    let outbox = bandeja_core::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     let healthy = [
         Event::new("Ping", "k1", Ping { n: 1 }),

@@ -3,8 +3,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
 use bandeja_core::config::{Enabled, HandlerTransaction};
 use bandeja_core::envelope::Event;
 use bandeja_core::error::HandlerError;
@@ -27,7 +25,6 @@ impl Slow {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Slow {
     async fn handle(
         &self,

@@ -87,7 +87,10 @@ pub async fn headers_arrive_intact<S: Inspect>(h: Harness<S>) {
 }
 
 async fn producer_emit<S: Store>(store: &S, event: &Event<Ping>) {
-    let outbox = bandeja_core::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     outbox.emit(&mut *tx, event).await.expect("emit");
     store.commit(tx).await.expect("commit");
@@ -138,7 +141,10 @@ pub async fn commands_reach_the_service_their_topic_names<S: Inspect>(h: Harness
         "{refused:?}"
     );
     let mut tx = orders.begin().await.expect("begin");
-    bandeja_core::emission::Outbox::new(orders.clone())
+    bandeja_core::runtime::Bandeja::builder(orders.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox()
         .send(&mut *tx, &lost)
         .await
         .expect("written through the outbox");

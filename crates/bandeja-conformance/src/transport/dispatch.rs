@@ -171,7 +171,10 @@ pub async fn a_claim_failing_part_way_releases_what_it_claimed<S: Inspect>(h: Ha
     let mut ids = Vec::new();
     for tenant in ["acme", "globex"] {
         let tenant = TenantId::new(tenant).expect("tenant");
-        let outbox = bandeja_core::emission::Outbox::new(real.clone());
+        let outbox = bandeja_core::runtime::Bandeja::builder(real.clone())
+            .build()
+            .expect("a runtime to emit with")
+            .outbox();
         let mut tx = real.begin().await.expect("begin");
         for n in 0..4 {
             let event =

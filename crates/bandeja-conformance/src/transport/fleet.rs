@@ -3,8 +3,6 @@
 //! subscribes to stores the row the newer process handles — never acknowledges and drops
 //! it, never stores it as rejected.
 
-use async_trait::async_trait;
-
 use bandeja_core::envelope::Event;
 use bandeja_core::error::HandlerError;
 use bandeja_core::processing::{EventHandler, HandlerContext};
@@ -15,7 +13,6 @@ use bandeja_core::store::{Inspect, Store};
 use super::{emit, rows, stop, wait_rows, Harness, Seen};
 use crate::fixtures::{Ping, Pong};
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Pong> for Seen {
     async fn handle(
         &self,

@@ -13,8 +13,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
 use bandeja_core::envelope::{Command, Event, MessageId};
 use bandeja_core::error::HandlerError;
 use bandeja_core::processing::{CommandHandler, EventHandler, HandlerContext};
@@ -61,7 +59,6 @@ impl Seen {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Seen {
     async fn handle(
         &self,
@@ -74,7 +71,6 @@ impl<S: Store> EventHandler<S, Ping> for Seen {
     }
 }
 
-#[async_trait]
 impl<S: Store> CommandHandler<S, Archive> for Seen {
     async fn handle(
         &self,
@@ -118,7 +114,10 @@ pub(crate) async fn emit<S: Store>(
     store: &S,
     pings: impl IntoIterator<Item = (u64, String)>,
 ) -> Vec<MessageId> {
-    let outbox = bandeja_core::emission::Outbox::new(store.clone());
+    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     let mut ids = Vec::new();
     for (n, key) in pings {

@@ -9,6 +9,7 @@ use tokio::task::JoinSet;
 
 use crate::config::Config;
 use crate::context::Shared;
+use crate::emission::Outbox;
 use crate::envelope::{Command, Event, Payload};
 use crate::error::{BuildError, Error, Result};
 use crate::processing::{CommandHandler, EventHandler};
@@ -41,6 +42,7 @@ pub struct BandejaBuilder<S: Store> {
     service: Option<String>,
     handler_concurrency: usize,
     handler_timeouts: std::collections::BTreeMap<String, Duration>,
+    max_payload_bytes: usize,
 }
 
 impl<S: Store> BandejaBuilder<S> {
@@ -93,6 +95,23 @@ impl<S: Store> BandejaBuilder<S> {
     #[must_use]
     pub fn handler_timeout(mut self, subscriber: &str, timeout: Duration) -> Self {
         self.handler_timeouts.insert(subscriber.to_owned(), timeout);
+        self
+    }
+
+    /// The largest serialized payload this runtime emits, in bytes (default 1 MiB,
+    /// [`DEFAULT_MAX_PAYLOAD_BYTES`]): through [`Bandeja::outbox`], [`Bandeja::emit`] and
+    /// [`Bandeja::send`], and from handlers ([`HandlerContext::emit`](crate::HandlerContext::emit)).
+    /// A larger payload is refused with an error naming both sizes, and nothing is written.
+    ///
+    /// ```no_run
+    /// # fn demo<S: bandeja_core::Store>(store: S) -> bandeja_core::Result<()> {
+    /// let bandeja = bandeja_core::Bandeja::builder(store).max_payload_bytes(64 * 1024).build()?;
+    /// assert_eq!(bandeja.outbox().max_payload_bytes(), 64 * 1024);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn max_payload_bytes(mut self, limit: usize) -> Self {
+        self.max_payload_bytes = limit;
         self
     }
 
@@ -220,6 +239,7 @@ impl<S: Store> BandejaBuilder<S> {
                 registered: Arc::default(),
                 claimable,
                 routing,
+                max_payload_bytes: self.max_payload_bytes,
                 pace: crate::pace::Pace::default(),
                 conflicts: crate::conflicts::Conflicts::default(),
                 permits: crate::stragglers::Permits::new(
@@ -271,6 +291,7 @@ impl<S: Store> Bandeja<S> {
             service: None,
             handler_concurrency: 16,
             handler_timeouts: std::collections::BTreeMap::new(),
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
         }
     }
 
@@ -304,47 +325,48 @@ impl<S: Store> Bandeja<S> {
         config.group(box_kind).enabled.resolve(used)
     }
 
-    /// Emits an event in a transaction of its own (tests, scripts). Application code emits
-    /// through its own transaction with the store's outbox instead, so the event commits
-    /// with the business change.
+    /// The outbox of this runtime: emit events and send commands through your own
+    /// transaction with it, so they commit with your business change. It applies the
+    /// runtime's rules (its payload limit, and with a broker its routes: a command to a
+    /// service with no topic is refused). Cheap to clone: keep one in your application
+    /// state.
+    ///
+    /// ```no_run
+    /// # use bandeja_core::{Bandeja, Event, Payload, Store};
+    /// # #[derive(serde::Serialize, serde::Deserialize)]
+    /// # struct OrderPlaced { order_id: i64 }
+    /// # impl Payload for OrderPlaced { const TYPE: &'static str = "shop.OrderPlaced"; }
+    /// # async fn demo<S: Store>(bandeja: Bandeja<S>) -> bandeja_core::Result<()> {
+    /// let store = bandeja.store();
+    /// let mut tx = store.begin().await?;
+    /// // ... your business writes through &mut *tx ...
+    /// let event = Event::new("Order", "42", OrderPlaced { order_id: 42 });
+    /// bandeja.outbox().emit(&mut *tx, &event).await?;
+    /// store.commit(tx).await?; // the event leaves only now, and surely
+    /// # Ok(()) }
+    /// ```
+    pub fn outbox(&self) -> Outbox<S> {
+        Outbox::new(
+            self.shared.store.clone(),
+            self.shared.max_payload_bytes,
+            self.shared.routing.clone(),
+        )
+    }
+
+    /// Emits an event in a transaction of its own (tests, scripts), through
+    /// [`Self::outbox`]. Application code emits through its own transaction instead, so
+    /// the event commits with the business change.
     pub async fn emit<T: Payload>(&self, event: &Event<T>) -> Result<()> {
-        self.write(MessageKind::Event, MessageRecord::from_event(event)?)
+        self.outbox()
+            .write_alone(MessageKind::Event, MessageRecord::from_event(event)?)
             .await
     }
 
     /// Sends a command in a transaction of its own (see [`Self::emit`]).
     pub async fn send<T: Payload>(&self, command: &Command<T>) -> Result<()> {
-        self.write(MessageKind::Command, MessageRecord::from_command(command)?)
+        self.outbox()
+            .write_alone(MessageKind::Command, MessageRecord::from_command(command)?)
             .await
-    }
-
-    /// Checks that a message can leave this service: with a broker, a command's target
-    /// service needs a topic (`commands.topics`). Call it before emitting through your own
-    /// transaction to fail early; the dispatcher marks an unroutable command FAILED.
-    pub fn check_route(&self, record: &MessageRecord) -> Result<()> {
-        if let Some(routing) = &self.shared.routing {
-            routing.address(record)?;
-        }
-        Ok(())
-    }
-
-    async fn write(&self, kind: MessageKind, mut record: MessageRecord) -> Result<()> {
-        record.check_size(DEFAULT_MAX_PAYLOAD_BYTES)?;
-        self.check_route(&record)?;
-        crate::emission::prepare(std::slice::from_mut(&mut record));
-        let store = &self.shared.store;
-        let mut tx = store.begin().await?;
-        store
-            .insert_outbox(&mut *tx, kind, std::slice::from_ref(&record))
-            .await
-            .map_err(|e| {
-                crate::emission::explain_duplicate(e, kind, std::slice::from_ref(&record))
-            })?;
-        store.commit(tx).await?;
-        crate::fault::point("after-emit-commit");
-        crate::telemetry::emitted(kind.outbox(), std::slice::from_ref(&record));
-        store.wakers().wake(kind.outbox());
-        Ok(())
     }
 
     /// Starts the enabled workers (and, with a broker transport, its subscriptions).
@@ -428,7 +450,16 @@ impl<S: Store> Bandeja<S> {
     }
 }
 
-/// The running workers. Call [`Running::shutdown`] to stop them gracefully.
+/// The running workers (and, with a broker transport, its subscriptions) of a
+/// [`Bandeja`], from [`Bandeja::start`].
+///
+/// Keep it for as long as the process should handle messages, then stop it with
+/// [`Running::shutdown`]; or hand it the condition to run until: [`Running::run_until`]
+/// (any future, e.g. your HTTP server) or [`Running::run_until_signal`] (Ctrl-C or
+/// SIGTERM). Dropping it stops the work too, without waiting: the workers are told to stop
+/// (each finishes or releases its batch in the background, as in a graceful shutdown, as
+/// long as the Tokio runtime lives) and the broker subscriptions are stopped.
+#[must_use = "dropping `Running` stops the workers: keep it, or call `run_until_signal`, `run_until` or `shutdown`"]
 pub struct Running {
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
@@ -436,6 +467,28 @@ pub struct Running {
 }
 
 impl Running {
+    /// Runs until `until` completes, then shuts down gracefully ([`Self::shutdown`]) and
+    /// returns what `until` returned. `until` can be a signal, a timer, or the application
+    /// itself — an HTTP server with its own graceful shutdown, say, so the server stops
+    /// taking requests first and the workers stop after it:
+    ///
+    /// ```no_run
+    /// # async fn demo(running: bandeja_core::Running) {
+    /// running.run_until(bandeja_core::runtime::shutdown_signal()).await;
+    /// # }
+    /// ```
+    pub async fn run_until<F: std::future::IntoFuture>(self, until: F) -> F::Output {
+        let output = until.await;
+        self.shutdown().await;
+        output
+    }
+
+    /// Runs until Ctrl-C or (on Unix) SIGTERM ([`shutdown_signal`]), then shuts down
+    /// gracefully: what a service's `main` ends with.
+    pub async fn run_until_signal(self) {
+        self.run_until(shutdown_signal()).await;
+    }
+
     /// Stops claiming, lets each worker finish its batch (or release it back to PENDING
     /// within its `lock-at-most-for`), and waits for the workers to end.
     pub async fn shutdown(mut self) {
@@ -450,14 +503,73 @@ impl Running {
     /// are aborted; their rows return to PENDING when their leases expire).
     pub async fn shutdown_within(mut self, limit: Duration) {
         let _ = self.stop.send(true);
+        let mut subscriptions = std::mem::take(&mut self.subscriptions);
+        let mut tasks = std::mem::take(&mut self.tasks);
         let wait = async {
-            for subscription in self.subscriptions.drain(..) {
+            for subscription in subscriptions.drain(..) {
                 subscription.stop().await;
             }
-            while self.tasks.join_next().await.is_some() {}
+            while tasks.join_next().await.is_some() {}
         };
         if tokio::time::timeout(limit, wait).await.is_err() {
-            self.tasks.abort_all();
+            tasks.abort_all();
         }
+    }
+}
+
+impl Drop for Running {
+    /// Tells the workers to stop (they finish or release their batches in the background)
+    /// and stops the subscriptions, without waiting for either. After [`Running::shutdown`]
+    /// there is nothing left to do.
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        // Detached rather than aborted: a worker stops at its next check of the stop
+        // signal, with its batch finished or released, instead of in the middle of it.
+        self.tasks.detach_all();
+        let subscriptions = std::mem::take(&mut self.subscriptions);
+        if subscriptions.is_empty() {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    for subscription in subscriptions {
+                        subscription.stop().await;
+                    }
+                });
+            }
+            // No runtime left to stop them on: their connections close with the process.
+            Err(_) => drop(subscriptions),
+        }
+    }
+}
+
+/// Resolves on Ctrl-C or (on Unix) SIGTERM: the usual signal to stop a service (what
+/// [`Running::run_until_signal`] waits for). A signal that cannot be listened to is logged
+/// and never resolves.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C received, shutting down"),
+        () = terminate => tracing::info!("SIGTERM received, shutting down"),
     }
 }

@@ -41,6 +41,8 @@ pub(crate) struct Shared<S: Store> {
     pub(crate) claimable: [Vec<crate::subscriptions::Claimable>; 2],
     /// With a broker transport: this service's name and command topics.
     pub(crate) routing: Option<Routing>,
+    /// The largest payload an emission of this runtime accepts.
+    pub(crate) max_payload_bytes: usize,
     /// The measured handler times of the inbox subscribers (which run batched).
     pub(crate) pace: crate::pace::Pace,
     /// Transient conflicts per row, tried again for free up to a bound.

@@ -1,39 +1,65 @@
 //! The handler traits users implement, and the context a handler runs in: the transaction
 //! that will mark its inbox row COMPLETED.
 
+use std::future::Future;
 use std::marker::PhantomData;
 
 use async_trait::async_trait;
 
 use crate::envelope::{Command, Event, MessageId, Payload};
 use crate::error::{HandlerError, Result};
-use crate::record::{MessageRecord, StoredMessage, DEFAULT_MAX_PAYLOAD_BYTES};
+use crate::record::{MessageRecord, StoredMessage};
 use crate::store::Store;
 use crate::tenant::TenantId;
+use crate::transport::routing::{check_outgoing, Routing};
 
 /// Reacts to events of type `T`. Runs inside the transaction that marks the inbox row
 /// COMPLETED: whatever it writes through [`HandlerContext::conn`] and emits through
 /// [`HandlerContext::emit`] commits with that mark, or not at all.
-#[async_trait]
+///
+/// Implement it with a plain `async fn` (no attribute macro); the future must be `Send`,
+/// since workers run handlers on the Tokio runtime's threads:
+///
+/// ```
+/// use bandeja_core::{Event, EventHandler, HandlerContext, HandlerError, Payload, Store};
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct OrderPlaced { order_id: i64 }
+/// impl Payload for OrderPlaced { const TYPE: &'static str = "shop.OrderPlaced"; }
+///
+/// struct Mailer;
+/// impl<S: Store> EventHandler<S, OrderPlaced> for Mailer {
+///     async fn handle(&self, ctx: &mut HandlerContext<'_, S>, event: Event<OrderPlaced>) -> Result<(), HandlerError> {
+///         let _ = (ctx.message_id(), event.payload.order_id);
+///         Ok(())
+///     }
+/// }
+/// ```
+///
+/// With one store, its context alias names the store once:
+/// `impl EventHandler<SqliteStore, OrderPlaced> for Mailer { async fn handle(&self, ctx: &mut
+/// bandeja::sqlite::Context<'_>, event: Event<OrderPlaced>) … }`. A type may handle several
+/// payload types (one impl each); registering it then names the payload:
+/// `.on_event::<OrderPlaced, _>("mailer", Mailer)`.
 pub trait EventHandler<S: Store, T: Payload>: Send + Sync + 'static {
     /// Handles one event. An error rolls the transaction back and schedules a retry
     /// (or FAILED at once for [`HandlerError::permanent`]).
-    async fn handle(
+    fn handle(
         &self,
         ctx: &mut HandlerContext<'_, S>,
         event: Event<T>,
-    ) -> Result<(), HandlerError>;
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
 }
 
-/// Executes commands of type `T`, with the same transaction rules as [`EventHandler`].
-#[async_trait]
+/// Executes commands of type `T`, with the same transaction rules as [`EventHandler`]
+/// (implemented with a plain `async fn` too).
 pub trait CommandHandler<S: Store, T: Payload>: Send + Sync + 'static {
     /// Handles one command.
-    async fn handle(
+    fn handle(
         &self,
         ctx: &mut HandlerContext<'_, S>,
         command: Command<T>,
-    ) -> Result<(), HandlerError>;
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
 }
 
 /// Reacts to events of type `T` a batch at a time, so its own writes can be one statement
@@ -45,31 +71,43 @@ pub trait CommandHandler<S: Store, T: Payload>: Send + Sync + 'static {
 /// handler again with one event at a time, so a poison event fails alone. Write the
 /// handler so that processing a batch equals processing its events one by one.
 /// [`HandlerContext::message_id`] and [`HandlerContext::emit`] refer to the first event of
-/// the batch: use [`HandlerContext::emit_caused_by`] to emit per event.
-#[async_trait]
+/// the batch: use [`HandlerContext::emit_caused_by`] to emit per event. Implemented with a
+/// plain `async fn`, like [`EventHandler`].
 pub trait EventBatchHandler<S: Store, T: Payload>: Send + Sync + 'static {
     /// Handles the events of one batch (same subscriber and tenant, in claim order).
-    async fn handle_batch(
+    fn handle_batch(
         &self,
         ctx: &mut HandlerContext<'_, S>,
         events: Vec<Event<T>>,
-    ) -> Result<(), HandlerError>;
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
 }
 
 /// What a handler can reach: the transaction, the message's metadata, and emission of new
-/// messages that commit with the handling.
+/// messages that commit with the handling. Each store names its own as `Context`
+/// (`bandeja::sqlite::Context<'_>` is `HandlerContext<'_, SqliteStore>`).
 pub struct HandlerContext<'t, S: Store> {
     tx: &'t mut S::Tx,
     message: &'t StoredMessage,
     emitted: Vec<MessageRecord>,
+    max_payload_bytes: usize,
+    routing: Option<&'t Routing>,
 }
 
 impl<'t, S: Store> HandlerContext<'t, S> {
-    pub(crate) fn new(tx: &'t mut S::Tx, message: &'t StoredMessage) -> Self {
+    /// The context of a handler of `message` on `tx`; what it emits follows the runtime's
+    /// rules (`max_payload_bytes`, and with a broker `routing`).
+    pub(crate) fn new(
+        tx: &'t mut S::Tx,
+        message: &'t StoredMessage,
+        max_payload_bytes: usize,
+        routing: Option<&'t Routing>,
+    ) -> Self {
         HandlerContext {
             tx,
             message,
             emitted: Vec::new(),
+            max_payload_bytes,
+            routing,
         }
     }
 
@@ -118,12 +156,14 @@ impl<'t, S: Store> HandlerContext<'t, S> {
     }
 
     /// Emits an event that commits with this handling. It inherits the handled message's
-    /// correlation id and tenant, and its causation id is the handled message's id.
+    /// correlation id and tenant, and its causation id is the handled message's id. The
+    /// runtime's rules apply, as for [`Bandeja::outbox`](crate::Bandeja::outbox): a payload
+    /// over the limit is an error, and nothing is emitted.
     pub fn emit<T: Payload>(&mut self, mut event: Event<T>) -> Result<()> {
         self.inherit(&mut event.correlation_id, &mut event.causation_id);
         event.tenant_id = self.tenant().clone();
         let record = MessageRecord::from_event(&event)?;
-        record.check_size(DEFAULT_MAX_PAYLOAD_BYTES)?;
+        check_outgoing(&record, self.max_payload_bytes, self.routing)?;
         self.emitted.push(record);
         Ok(())
     }
@@ -142,11 +182,13 @@ impl<'t, S: Store> HandlerContext<'t, S> {
         self.emit(event)
     }
 
-    /// Sends a command that commits with this handling (same inheritance as [`Self::emit`]).
+    /// Sends a command that commits with this handling (same inheritance and rules as
+    /// [`Self::emit`]; with a broker, a target service without a topic in `commands.topics`
+    /// is an error).
     pub fn send<T: Payload>(&mut self, mut command: Command<T>) -> Result<()> {
         self.inherit(&mut command.correlation_id, &mut command.causation_id);
         let record = MessageRecord::from_command(&command)?;
-        record.check_size(DEFAULT_MAX_PAYLOAD_BYTES)?;
+        check_outgoing(&record, self.max_payload_bytes, self.routing)?;
         self.emitted.push(record);
         Ok(())
     }

@@ -9,7 +9,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::Router;
@@ -76,7 +75,6 @@ impl Flaky {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, OrderPlaced> for Flaky {
     async fn handle(
         &self,

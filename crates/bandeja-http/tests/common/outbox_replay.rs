@@ -4,7 +4,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use axum::http::StatusCode;
 use axum::Router;
 use bandeja_conformance::fixtures::fast_config;
@@ -30,7 +29,6 @@ impl Ledger {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, OrderPlaced> for Ledger {
     async fn handle(
         &self,

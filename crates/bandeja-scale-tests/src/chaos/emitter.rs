@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use bandeja::postgres::PgStore;
-use bandeja::{Error, Event, MessageRecord, Store, StoreErrorKind};
+use bandeja::{Bandeja, Error, Event, MessageRecord, Outbox, Store, StoreErrorKind};
 
 use super::plan::Plan;
 use crate::{Poison, Tick};
@@ -56,9 +56,13 @@ fn records(plan: &Plan, from: u64, to: u64) -> Result<(Vec<MessageRecord>, u64),
 }
 
 /// One transaction: the batch into the outbox.
-async fn emit_batch(store: &PgStore, records: Vec<MessageRecord>) -> Result<(), Error> {
+async fn emit_batch(
+    store: &PgStore,
+    outbox: &Outbox<PgStore>,
+    records: Vec<MessageRecord>,
+) -> Result<(), Error> {
     let mut tx = store.begin().await?;
-    store.outbox().emit_records(&mut *tx, records).await?;
+    outbox.emit_records(&mut *tx, records).await?;
     store.commit(tx).await?;
     Ok(())
 }
@@ -67,6 +71,11 @@ async fn emit_batch(store: &PgStore, records: Vec<MessageRecord>) -> Result<(), 
 /// retrying cannot fix (a bad record, a broken schema).
 pub(crate) async fn emit(store: &PgStore, plan: &Plan) -> Result<Emission, String> {
     let started = Instant::now();
+    // The application's runtime (its workers run in other processes): its outbox.
+    let outbox = Bandeja::builder(store.clone())
+        .build()
+        .map_err(|e| e.to_string())?
+        .outbox();
     let mut report = Emission::default();
     let mut next = 0;
     while next < plan.messages {
@@ -75,7 +84,8 @@ pub(crate) async fn emit(store: &PgStore, plan: &Plan) -> Result<Emission, Strin
         let mut pause = Duration::from_millis(100);
         loop {
             let attempt = Instant::now();
-            let outcome = tokio::time::timeout(HANG, emit_batch(store, batch.clone())).await;
+            let outcome =
+                tokio::time::timeout(HANG, emit_batch(store, &outbox, batch.clone())).await;
             let error = match outcome {
                 Ok(Ok(())) => break,
                 Ok(Err(Error::Store(e))) if e.kind() == StoreErrorKind::Duplicate => {

@@ -138,7 +138,10 @@ impl Fresh {
     /// Emits one [`Tick`] per `(key, n)`, [`EMIT_BATCH`] per transaction, through the
     /// outbox API an application uses.
     pub(crate) async fn emit(&self, ticks: &[(String, u64)]) {
-        let outbox = self.store.outbox();
+        let outbox = bandeja::Bandeja::builder(self.store.clone())
+            .build()
+            .expect("a runtime to emit with")
+            .outbox();
         for batch in ticks.chunks(EMIT_BATCH) {
             let records: Vec<MessageRecord> = batch
                 .iter()

@@ -20,11 +20,20 @@ use std::time::Duration;
 
 use bandeja_core::config::CompletionModes;
 use bandeja_core::wake::Wakers;
-use bandeja_core::{BoxKind, Outbox, StoreError, StoreErrorKind};
+use bandeja_core::{BoxKind, HandlerContext, StoreError, StoreErrorKind};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 
 use crate::queries::BoxQueries;
 use crate::relay::RelayHandle;
+
+/// The sqlx this store is built on, for your own queries: with `bandeja::postgres::sqlx` your
+/// connections and transactions are the store's types (a `sqlx` of another version in your
+/// own dependencies gives trait errors that name neither).
+pub use sqlx;
+
+/// What a handler on this store receives: `ctx: &mut Context<'_>` (the
+/// [`HandlerContext`] of [`PgStore`], its transaction a PostgreSQL one).
+pub type Context<'t> = HandlerContext<'t, PgStore>;
 
 /// The migrations of the four boxes (also runnable from the CLI). They use unqualified table
 /// names: run them with the store's schema as the only `search_path` entry, as
@@ -281,11 +290,6 @@ impl PgStore {
     /// adds rows to a box sends the box's table name (`outbox_events`...) as payload.
     pub fn channel(&self) -> &str {
         &self.inner.channel
-    }
-
-    /// The outbox handle: emit through your own transaction with it.
-    pub fn outbox(&self) -> Outbox<PgStore> {
-        Outbox::new(self.clone())
     }
 
     /// Starts the `NOTIFY` relay if it is not running yet, and returns once it listens.

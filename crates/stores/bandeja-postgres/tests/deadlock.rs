@@ -13,7 +13,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja_conformance::fixtures::{fast_config, Ping};
 use bandeja_core::config::HandlerTransaction;
 use bandeja_core::store::Inspect;
@@ -49,7 +48,6 @@ impl Crossing {
     }
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Ping> for Crossing {
     async fn handle(
         &self,

@@ -8,7 +8,6 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja_conformance::fixtures::{fast_config, Ping};
 use bandeja_core::store::Inspect;
 use bandeja_core::testing::eventually;
@@ -21,7 +20,6 @@ use common::try_fresh_store;
 #[derive(Clone, Default)]
 struct Seen(Arc<Mutex<Vec<u64>>>);
 
-#[async_trait]
 impl EventHandler<PgStore, Ping> for Seen {
     async fn handle(
         &self,
@@ -38,7 +36,10 @@ async fn a_late_commit_with_a_lower_seq_is_delivered() {
     let Some((store, _guard)) = try_fresh_store().await else {
         return;
     };
-    let outbox = store.outbox();
+    let outbox = Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     // The late transaction takes its seq first, then stays open.
     let mut late = store.begin().await.expect("begin");
     outbox

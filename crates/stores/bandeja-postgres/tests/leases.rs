@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja_conformance::fixtures::{fast_config, Ping};
 use bandeja_core::store::Inspect;
 use bandeja_core::testing::eventually;
@@ -24,7 +23,6 @@ struct Holder {
     runs: Arc<Mutex<BTreeMap<u64, u32>>>,
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Ping> for Holder {
     async fn handle(
         &self,
@@ -73,7 +71,7 @@ async fn leases_are_renewed_while_handlers_hold_every_connection() {
         .on_event::<Ping, _>("s", handler.clone())
         .build()
         .expect("build");
-    let outbox = store.outbox();
+    let outbox = bandeja.outbox();
     let mut tx = store.begin().await.expect("begin");
     for n in 0..6u64 {
         outbox

@@ -19,7 +19,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bandeja_conformance::fixtures::{fast_config, Ping};
 use bandeja_core::store::{Delivery, Inspect};
 use bandeja_core::testing::eventually;
@@ -68,7 +67,6 @@ fn boxed(e: sqlx::Error) -> HandlerError {
     HandlerError::from(Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Ping> for Faulty {
     async fn handle(
         &self,
@@ -153,7 +151,10 @@ async fn effects(store: &PgStore) -> Vec<i64> {
 }
 
 async fn emit(store: &PgStore, range: std::ops::Range<u64>, tenant: Option<&TenantId>) {
-    let outbox = store.outbox();
+    let outbox = Bandeja::builder(store.clone())
+        .build()
+        .expect("a runtime to emit with")
+        .outbox();
     let mut tx = store.begin().await.expect("begin");
     for n in range {
         let mut event = Event::new("Ping", format!("k{n}"), Ping { n });
@@ -276,7 +277,6 @@ struct TenantContext {
     found: Arc<Mutex<Vec<(String, String)>>>,
 }
 
-#[async_trait]
 impl EventHandler<PgStore, Ping> for TenantContext {
     async fn handle(
         &self,

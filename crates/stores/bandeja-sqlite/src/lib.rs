@@ -14,12 +14,21 @@ use std::time::Duration;
 
 use bandeja_core::config::CompletionModes;
 use bandeja_core::wake::Wakers;
-use bandeja_core::{BoxKind, Outbox, StoreError, StoreErrorKind};
+use bandeja_core::{BoxKind, HandlerContext, StoreError, StoreErrorKind};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
 use crate::queries::BoxQueries;
+
+/// The sqlx this store is built on, for your own queries: with `bandeja::sqlite::sqlx` your
+/// connections and transactions are the store's types (a `sqlx` of another version in your
+/// own dependencies gives trait errors that name neither).
+pub use sqlx;
+
+/// What a handler on this store receives: `ctx: &mut Context<'_>` (the
+/// [`HandlerContext`] of [`SqliteStore`], its transaction a SQLite one).
+pub type Context<'t> = HandlerContext<'t, SqliteStore>;
 
 /// The migrations of the four boxes (also runnable from the CLI).
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -118,11 +127,6 @@ impl SqliteStore {
     /// The pool: use it for your own tables, so your transactions and bandeja's share a database.
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
-    }
-
-    /// The outbox handle: emit through your own transaction with it.
-    pub fn outbox(&self) -> Outbox<SqliteStore> {
-        Outbox::new(self.clone())
     }
 
     pub(crate) fn queries(&self, box_kind: BoxKind) -> &BoxQueries {

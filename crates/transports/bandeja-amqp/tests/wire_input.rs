@@ -42,7 +42,6 @@ const WAIT: Duration = Duration::from_secs(60);
 #[derive(Clone, Default)]
 struct Seen(Arc<Mutex<Vec<MessageId>>>);
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Seen {
     async fn handle(
         &self,

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use async_trait::async_trait;
 use bandeja_conformance::fixtures::{fast_config, Ping};
 use bandeja_core::store::{Inspect, RowView};
 use bandeja_core::testing::eventually;
@@ -39,7 +38,6 @@ impl Seen {
     }
 }
 
-#[async_trait]
 impl EventHandler<SqliteStore, Ping> for Seen {
     async fn handle(
         &self,

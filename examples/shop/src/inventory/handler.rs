@@ -1,6 +1,5 @@
 //! [`InventoryHandler`]: takes the units of a confirmed order out of stock.
 
-use async_trait::async_trait;
 use chrono::{SubsecRound, Utc};
 
 use bandeja::{Event, EventHandler, HandlerContext, HandlerError};
@@ -18,7 +17,6 @@ use crate::ShopDb;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct InventoryHandler;
 
-#[async_trait]
 impl<D: ShopDb> EventHandler<D, OrderConfirmed> for InventoryHandler {
     async fn handle(
         &self,

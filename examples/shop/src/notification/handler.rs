@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use chrono::{SubsecRound, Utc};
 
 use bandeja::{Event, EventHandler, HandlerContext, HandlerError};
@@ -28,7 +27,6 @@ impl NotificationHandler {
     }
 }
 
-#[async_trait]
 impl<D: ShopDb> EventHandler<D, OrderConfirmed> for NotificationHandler {
     async fn handle(
         &self,

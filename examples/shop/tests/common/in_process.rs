@@ -48,8 +48,9 @@ impl App {
             None,
         )
         .expect("wire the subscribers");
+        let outbox = bandeja.outbox();
         let running = bandeja.start().await.expect("start the workers");
-        let router = app::router(AppState::new(store.clone()), Service::All);
+        let router = app::router(AppState::new(store.clone(), outbox), Service::All);
         App {
             _running: running,
             router,

@@ -7,8 +7,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
 use bandeja_core::admin::{Admin, MessageFilter, OutboxReplay};
 use bandeja_core::config::Config;
 use bandeja_core::envelope::{Event, MessageId};
@@ -49,7 +47,6 @@ impl Calls {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Pong> for Calls {
     async fn handle(
         &self,
@@ -63,7 +60,6 @@ impl<S: Store> EventHandler<S, Pong> for Calls {
     }
 }
 
-#[async_trait]
 impl<S: Store> EventHandler<S, Ping> for Calls {
     async fn handle(
         &self,

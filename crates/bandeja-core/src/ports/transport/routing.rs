@@ -53,6 +53,21 @@ impl Routing {
     }
 }
 
+/// What every emission path checks before a message enters an outbox: its payload is at
+/// most `max_payload_bytes`, and with a broker (`routing`) it has an address (a command's
+/// target service has a topic).
+pub(crate) fn check_outgoing(
+    record: &MessageRecord,
+    max_payload_bytes: usize,
+    routing: Option<&Routing>,
+) -> crate::error::Result<()> {
+    record.check_size(max_payload_bytes)?;
+    if let Some(routing) = routing {
+        routing.address(record)?;
+    }
+    Ok(())
+}
+
 /// The partition (of `partitions`) a message takes: FNV-1a of its partition key (of its id
 /// when it has none), so every process and every version puts one key on one partition.
 pub fn partition_of(record: &MessageRecord, partitions: u16) -> u16 {

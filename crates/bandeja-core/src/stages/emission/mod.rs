@@ -8,6 +8,6 @@
 mod outbox;
 mod recorded;
 
+pub(crate) use outbox::explain_duplicate;
 pub use outbox::Outbox;
-pub(crate) use outbox::{explain_duplicate, prepare};
 pub use recorded::RecordedEvents;

@@ -1,48 +1,50 @@
-//! The outbox handle: writes events and commands through the caller's connection or
-//! transaction. Every message leaves with a W3C `traceparent` header (continuing the
-//! current trace context, see [`telemetry::trace`](crate::telemetry::trace)) and is
-//! counted in `bandeja_messages_emitted_total`.
+//! The outbox handle of a runtime ([`Bandeja::outbox`](crate::Bandeja::outbox)): writes
+//! events and commands through the caller's connection or transaction, with the runtime's
+//! rules (its payload limit, and with a broker its routes). Every message leaves with a
+//! W3C `traceparent` header (continuing the current trace context, see
+//! [`telemetry::trace`](crate::telemetry::trace)) and is counted in
+//! `bandeja_messages_emitted_total`.
 
 use std::collections::HashSet;
 
 use crate::envelope::{Command, Event, Payload};
 use crate::error::{MessageError, Result, StoreError, StoreErrorKind};
-use crate::record::{MessageKind, MessageRecord, DEFAULT_MAX_PAYLOAD_BYTES};
+use crate::record::{MessageKind, MessageRecord};
 use crate::store::Store;
 use crate::telemetry;
+use crate::transport::routing::{check_outgoing, Routing};
 
-/// Writes messages into the outboxes through the caller's transaction.
+/// Writes messages into the outboxes through the caller's transaction: get it from the
+/// runtime with [`Bandeja::outbox`](crate::Bandeja::outbox) (cheap to clone, keep one in
+/// your application state).
 ///
-/// Pass `&mut *tx` (your open transaction): the rows commit with your business change, and
-/// the dispatcher is woken when that commit happens. After a rollback nothing is delivered.
+/// Pass your open transaction as `&mut *tx`: the rows commit with your business change,
+/// and the dispatcher is woken when that commit happens. After a rollback nothing is
+/// delivered. Before writing, every message is checked against the runtime's rules: a
+/// payload over [`BandejaBuilder::max_payload_bytes`](crate::BandejaBuilder::max_payload_bytes)
+/// and, with a broker transport, a command whose target service has no topic in
+/// `commands.topics` are refused with an error, and nothing is written.
 #[derive(Clone)]
 pub struct Outbox<S: Store> {
     store: S,
     max_payload_bytes: usize,
+    routing: Option<Routing>,
 }
 
 impl<S: Store> Outbox<S> {
-    /// An outbox handle on `store`, with the default payload limit (1 MiB).
-    pub fn new(store: S) -> Self {
+    /// The outbox of a runtime on `store` with these rules.
+    pub(crate) fn new(store: S, max_payload_bytes: usize, routing: Option<Routing>) -> Self {
         Outbox {
             store,
-            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            max_payload_bytes,
+            routing,
         }
     }
 
-    /// Sets the largest serialized payload accepted (default 1 MiB,
-    /// [`DEFAULT_MAX_PAYLOAD_BYTES`]). A larger payload is refused with an error naming
-    /// both sizes, and nothing is written.
-    ///
-    /// ```no_run
-    /// # fn demo<S: bandeja_core::Store>(store: S) {
-    /// let outbox = bandeja_core::Outbox::new(store).max_payload_bytes(64 * 1024);
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn max_payload_bytes(mut self, limit: usize) -> Self {
-        self.max_payload_bytes = limit;
-        self
+    /// The largest serialized payload this outbox accepts, in bytes (the runtime's
+    /// [`BandejaBuilder::max_payload_bytes`](crate::BandejaBuilder::max_payload_bytes)).
+    pub fn max_payload_bytes(&self) -> usize {
+        self.max_payload_bytes
     }
 
     /// Writes one event into `outbox_events`.
@@ -77,6 +79,17 @@ impl<S: Store> Outbox<S> {
         .await
     }
 
+    /// Writes one message in a transaction of its own, then wakes the dispatcher
+    /// ([`Bandeja::emit`](crate::Bandeja::emit), [`Bandeja::send`](crate::Bandeja::send)).
+    pub(crate) async fn write_alone(&self, kind: MessageKind, record: MessageRecord) -> Result<()> {
+        let mut tx = self.store.begin().await?;
+        self.write(&mut *tx, kind, vec![record]).await?;
+        self.store.commit(tx).await?;
+        crate::fault::point("after-emit-commit");
+        self.store.wakers().wake(kind.outbox());
+        Ok(())
+    }
+
     async fn write(
         &self,
         conn: &mut S::Conn,
@@ -89,7 +102,7 @@ impl<S: Store> Outbox<S> {
         // A single record (the common emit) needs no set to find a repeated id.
         let mut ids = HashSet::with_capacity(if records.len() > 1 { records.len() } else { 0 });
         for record in &records {
-            record.check_size(self.max_payload_bytes)?;
+            check_outgoing(record, self.max_payload_bytes, self.routing.as_ref())?;
             record.check_storable()?;
             if records.len() > 1 && !ids.insert(record.id) {
                 return Err(MessageError::repeated_id(record.id, &record.message_type).into());

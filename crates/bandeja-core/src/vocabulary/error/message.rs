@@ -21,7 +21,7 @@ pub enum MessageErrorKind {
     /// A command whose target service breaks the rule of service names (1 to 128
     /// characters, no whitespace or control characters).
     InvalidTargetService,
-    /// A payload larger than the limit (`Outbox::max_payload_bytes`, default 1 MiB).
+    /// A payload larger than the limit (`BandejaBuilder::max_payload_bytes`, default 1 MiB).
     TooLarge,
     /// A NUL character in a text field, a header or the payload: PostgreSQL cannot store
     /// it, so no store takes it.
@@ -48,7 +48,7 @@ impl MessageErrorKind {
             }
             MessageErrorKind::TooLarge => {
                 "store large data elsewhere and send a reference, or raise the limit with \
-                 `Outbox::max_payload_bytes` (default 1048576 bytes)"
+                 `BandejaBuilder::max_payload_bytes` (default 1048576 bytes)"
             }
             MessageErrorKind::NulCharacter => {
                 "PostgreSQL cannot store a NUL character: remove it, or encode binary data \
