@@ -1,7 +1,7 @@
 #![doc = include_str!("../README.md")]
 
-// The tiers, lowest first: each imports only from the tiers above it in this list
-// (checked by `tests/tiers.rs`). Their modules are re-exported at the crate root under
+// The tiers, lowest first: vocabulary, ports, engine, stages, assembly. Each imports only
+// from itself and the tiers before it (checked by `tests/tiers.rs`). Their modules are re-exported at the crate root under
 // the names adapters and users import (`bandeja_core::store`, `bandeja_core::config`, ...).
 mod assembly;
 mod engine;

@@ -1,5 +1,6 @@
 //! Tier 5, assembly: what a user builds and runs — the runtime builder, [`Bandeja`](runtime::Bandeja),
 //! [`Running`](runtime::Running) — and the testing helpers. Only this tier knows every stage.
 
+mod running;
 pub mod runtime;
 pub mod testing;

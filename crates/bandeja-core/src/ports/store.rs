@@ -11,7 +11,9 @@ use crate::config::{CompletionMode, CompletionModes};
 use crate::envelope::MessageId;
 use crate::error::StoreError;
 use crate::record::{BoxKind, MessageKind, MessageRecord, StoredMessage};
-use crate::wake::Wakers;
+// The types a store's methods name, reachable from here (and so through the facade).
+pub use crate::subscriptions::{Claimable, Registration};
+pub use crate::wake::Wakers;
 
 /// What a worker asks for when it claims.
 #[derive(Debug, Clone)]
