@@ -10,7 +10,7 @@ use tokio::task::JoinSet;
 use crate::transport::Subscription;
 
 /// The running workers (and, with a broker transport, its subscriptions) of a
-/// [`Bandeja`], from [`Bandeja::start`].
+/// [`Bandeja`](crate::Bandeja), from [`Bandeja::start`](crate::Bandeja::start).
 ///
 /// Keep it for as long as the process should handle messages, then stop it with
 /// [`Running::shutdown`]; or hand it the condition to run until: [`Running::run_until`]
