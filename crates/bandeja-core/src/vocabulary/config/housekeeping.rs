@@ -85,26 +85,17 @@ pub struct CompletionModes {
     modes: [CompletionMode; 4],
 }
 
-fn position(box_kind: BoxKind) -> usize {
-    match box_kind {
-        BoxKind::OutboxEvents => 0,
-        BoxKind::InboxEvents => 1,
-        BoxKind::OutboxCommands => 2,
-        BoxKind::InboxCommands => 3,
-    }
-}
-
 impl CompletionModes {
     /// The mode of `box_kind`.
     #[must_use]
     pub fn of(&self, box_kind: BoxKind) -> CompletionMode {
-        self.modes[position(box_kind)]
+        self.modes[box_kind.index()]
     }
 
     /// Sets the mode of `box_kind`.
     #[must_use]
     pub fn with(mut self, box_kind: BoxKind, mode: CompletionMode) -> Self {
-        self.modes[position(box_kind)] = mode;
+        self.modes[box_kind.index()] = mode;
         self
     }
 
