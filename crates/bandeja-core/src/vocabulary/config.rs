@@ -22,10 +22,11 @@
 //!    `BANDEJA_CONFIG` are reserved for other uses and ignored here; any other `BANDEJA_`
 //!    variable is an error. [`keys`] lists every key with its variable.
 //!
-//! Every source becomes a list of settings laid over the one before (a file's tables are
-//! merged entry by entry, a variable replaces what it names), and the result is read once
-//! by serde (errors name the dotted key through `serde_path_to_error`), then validated
-//! once.
+//! Every source becomes a list of settings laid over the one before (a file's
+//! `commands.topics` is merged entry by entry, a file's `handler-timeouts` table replaces
+//! the group's table, `handler-timeouts = {}` clearing it; a variable replaces what it
+//! names), and the result is read once by serde (errors name the dotted key through
+//! `serde_path_to_error`), then validated once.
 //!
 //! Per-subscriber time limits (inbox groups): the `handler-timeouts` table of a group,
 //! subscriber name → duration, overrides `handler-timeout` for that subscriber's handler

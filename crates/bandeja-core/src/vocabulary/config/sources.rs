@@ -140,8 +140,22 @@ impl Source {
         Ok(source)
     }
 
-    /// Adds the values and empty tables of `value` (at `written`) as settings.
+    /// Adds the values and empty tables of `value` (at `written`) as settings. A table-valued
+    /// key other than `commands.topics` (a `handler-timeouts`) is one setting that replaces
+    /// the table below it, `{}` clearing it; `commands.topics` is merged entry by entry.
     fn flatten(&mut self, written: &mut Vec<String>, value: Value) -> Result<(), ConfigError> {
+        if value.is_table() {
+            if let Some(path) = canonical(written, &value)?.filter(|p| replaces(p)) {
+                self.settings.push(Setting {
+                    path,
+                    written: written.clone(),
+                    shown: shown(&value),
+                    node: Node::from(value),
+                    whole: true,
+                });
+                return Ok(());
+            }
+        }
         match value {
             Value::Table(table) if !table.is_empty() || written.is_empty() => {
                 for (name, value) in table {
@@ -227,7 +241,11 @@ impl Source {
             .rev()
             .find(|s| path.starts_with(&s.path));
         if let Some(s) = above {
-            return Some((written(s, s.path.len()), s.shown.clone()));
+            let value = match s.node.get(&path[s.path.len()..]) {
+                Some(Node::Value(entry)) if path.len() > s.path.len() => shown(entry),
+                _ => s.shown.clone(),
+            };
+            return Some((written(s, s.path.len()), value));
         }
         let below = self
             .settings
@@ -256,6 +274,20 @@ impl Source {
             })
         })
     }
+}
+
+/// The table keys a file's table is merged into, entry by entry; a file's table at any
+/// other table key replaces it.
+const MERGED_TABLES: [&str; 1] = ["commands.topics"];
+
+/// Whether a file's table at `path` (bandeja's names) replaces the table there: `path` is
+/// a table-valued key other than those of [`MERGED_TABLES`].
+fn replaces(path: &[String]) -> bool {
+    keys().iter().any(|k| {
+        k.is_table()
+            && k.path().iter().copied().eq(path.iter().map(String::as_str))
+            && !MERGED_TABLES.contains(&k.dotted().as_str())
+    })
 }
 
 /// `written` in bandeja's names: the seed's names renamed. `None` for an empty table on

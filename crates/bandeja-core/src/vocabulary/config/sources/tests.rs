@@ -460,7 +460,7 @@ fn handler_timeouts_come_from_toml_and_env() {
 }
 
 #[test]
-fn a_file_merges_tables_entry_by_entry_and_a_variable_replaces_them() {
+fn a_file_replaces_handler_timeouts_merges_topics_and_a_variable_replaces_both() {
     let code = Config::default().with_command_topic("billing", "billing.commands");
     let code = Config {
         events_inbox: code
@@ -475,7 +475,7 @@ fn a_file_merges_tables_entry_by_entry_and_a_variable_replaces_them() {
     let layered = file.and_then(|f| load(code.clone(), &[f]).map_err(|e| e.to_string()));
     let tables = layered.map(|c| (c.events_inbox.handler_timeouts, c.command_topics));
     let expected = (
-        BTreeMap::from([("new".to_owned(), secs(2)), ("old".to_owned(), secs(1))]),
+        BTreeMap::from([("new".to_owned(), secs(2))]),
         BTreeMap::from([
             ("billing".to_owned(), "billing.commands".to_owned()),
             ("shipping".to_owned(), "shipping.cmds".to_owned()),
@@ -499,6 +499,46 @@ fn a_file_merges_tables_entry_by_entry_and_a_variable_replaces_them() {
         BTreeMap::from([("shipping".to_owned(), "shipping.cmds".to_owned())]),
     );
     assert_eq!(tables, Ok(expected));
+}
+
+#[test]
+fn a_file_handler_timeouts_table_replaces_the_one_set_in_code() {
+    let code = Config::default();
+    let code = Config {
+        events_inbox: code
+            .events_inbox
+            .clone()
+            .handler_timeout_for("old", secs(1)),
+        ..code
+    };
+    let timeouts = |text: &str| {
+        let file = Source::toml_text(text, "<string>", None).map_err(|e| e.to_string());
+        file.and_then(|f| load(code.clone(), &[f]).map_err(|e| e.to_string()))
+            .map(|c| c.events_inbox.handler_timeouts)
+    };
+    let untouched = BTreeMap::from([("old".to_owned(), secs(1))]);
+    assert_eq!(timeouts("[events.inbox]\nbatch-size = 5"), Ok(untouched));
+    for cleared in [
+        "[events.inbox]\nhandler-timeouts = {}",
+        "[events.inbox.handler-timeouts]",
+        "[app.events.inbox-processor]\nhandler-timeouts = {}",
+    ] {
+        assert_eq!(timeouts(cleared), Ok(BTreeMap::new()), "{cleared}");
+    }
+    let replaced = BTreeMap::from([("other".to_owned(), secs(3))]);
+    for other in [
+        "[events.inbox.handler-timeouts]\nother = \"3s\"",
+        "[events.inbox]\nhandler-timeouts = { other = \"3s\" }",
+        "[app.events.inbox-processor.handler-timeouts]\nother = \"3s\"",
+    ] {
+        assert_eq!(timeouts(other), Ok(replaced.clone()), "{other}");
+    }
+    // Another group's table, or `commands.topics`, leaves it as it is.
+    let text = "[commands.inbox.handler-timeouts]\nother = \"3s\"\n[commands.topics]\na = \"b\"";
+    assert_eq!(
+        timeouts(text),
+        Ok(BTreeMap::from([("old".to_owned(), secs(1))]))
+    );
 }
 
 #[test]
