@@ -78,7 +78,8 @@
 
 /// Declares a configuration struct as written and, beside it, for tests, `FIELD_DOCS`:
 /// each field's name and doc lines (the README's key reference is generated from them,
-/// see `reference.rs`). With `setters;` first, also one builder-style setter per field,
+/// see `reference.rs`), and `FIELD_TYPES`: each field's name and type (the tests of
+/// `schema.rs` count the durations and tables from them). With `setters;` first, also one builder-style setter per field,
 /// documented by the field's doc. A field's doc comes before its other attributes.
 macro_rules! settings {
     (setters; $(#[$meta:meta])* pub struct $name:ident { $(
@@ -112,6 +113,9 @@ macro_rules! settings {
             /// Each field's name and doc lines, in declaration order.
             pub(crate) const FIELD_DOCS: &'static [(&'static str, &'static [&'static str])] =
                 &[$((stringify!($field), &[$($doc),*])),*];
+            /// Each field's name and type as written, in declaration order.
+            pub(crate) const FIELD_TYPES: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($field), stringify!($ty))),*];
         }
     };
 }
@@ -331,6 +335,8 @@ mod tests {
     }
 
     #[test]
+    // Every key listed, and `..` so that a new key does not break the literal.
+    #[allow(clippy::needless_update)]
     fn defaults_match_the_specification() {
         // (group, enabled, polling, initial delay, least, most, batch, handler timeout)
         let table = [
@@ -360,6 +366,7 @@ mod tests {
                 handler_transaction: HandlerTransaction::Auto,
                 completion_mode: CompletionMode::Update,
                 retention: None,
+                ..group.defaults()
             };
             assert_eq!(config.group(group), &expected, "{group}");
             assert_eq!(group.defaults(), expected, "{group}");
