@@ -22,10 +22,11 @@
 //!    `BANDEJA_CONFIG` are reserved for other uses and ignored here; any other `BANDEJA_`
 //!    variable is an error. [`keys`] lists every key with its variable.
 //!
-//! Every source becomes a list of settings laid over the one before (a file's tables are
-//! merged entry by entry, a variable replaces what it names), and the result is read once
-//! by serde (errors name the dotted key through `serde_path_to_error`), then validated
-//! once.
+//! Every source becomes a list of settings laid over the one before (a file's
+//! `commands.topics` is merged entry by entry, a file's `handler-timeouts` table replaces
+//! the group's table, `handler-timeouts = {}` clearing it; a variable replaces what it
+//! names), and the result is read once by serde (errors name the dotted key through
+//! `serde_path_to_error`), then validated once.
 //!
 //! Per-subscriber time limits (inbox groups): the `handler-timeouts` table of a group,
 //! subscriber name → duration, overrides `handler-timeout` for that subscriber's handler
@@ -66,18 +67,34 @@
 //!
 //! # Adding a key
 //!
-//! A key of a group is a field of [`WorkerConfig`] (of [`Staleness`] for `[staleness]`)
-//! with its doc (`#[serde(with = "forms::duration")]` on it if it is a duration), and its
-//! default in the box's defaults (`WorkerConfig::base` or a box's function;
-//! [`Staleness::default`]). The setter, the TOML key, the environment variable (in both
-//! names), the "did you mean" hints, the bound on durations and the README's reference
-//! follow from the field; the README's copy is refreshed by
-//! `UPDATE_README=1 cargo test -p bandeja-core readme`. A rule between keys goes in
-//! `validate.rs`. A top-level key also goes in `Document` (`schema.rs`), the file's shape.
+//! - A key of a group (`[events.outbox]` and the three others) touches two places: the
+//!   field of [`WorkerConfig`] with its doc (and `#[serde(with = "forms::duration")]`,
+//!   `forms::optional_duration` or `forms::timeouts` if it is a duration, an optional
+//!   duration or a table of durations), and its default in `WorkerConfig::base`
+//!   (`worker.rs`), or in a box's function there when a box differs.
+//! - A key of `[staleness]` touches the field of [`Staleness`] with its doc, and its
+//!   default in [`Staleness::default`] (`housekeeping.rs`).
+//! - A top-level key touches the field of [`Config`], whose doc starts with the dotted key
+//!   and a colon (`` `key`: ``, which the README's reference finds it by, see
+//!   `reference.rs`); its default in [`Config::default`]; the field of `Document`
+//!   (`schema.rs`, the file's shape) and its two conversions there; and the tests that
+//!   list the top-level keys by name (`the_keys_are_the_fields_of_the_structs` in
+//!   `schema.rs`, the top-level hint in `unknown_toml_keys_are_named_with_their_path` in
+//!   `sources/tests.rs`).
+//!
+//! The rest follows from the field: the setter, the TOML key, the environment variable (in
+//! both names), the "did you mean" hints, the bound on durations, the tests' struct
+//! literals (they end in `..` a default) and counts (taken from the structs), and the
+//! README's reference. A file's table at a table key replaces the table below it, except
+//! the keys of `MERGED_TABLES` (`sources.rs`, `commands.topics`), merged entry by entry.
+//! A rule between keys goes in `validate.rs`; a table key whose every entry validation
+//! refuses in a group shows `—` for that group in the README. Then refresh the README's
+//! copy with `UPDATE_README=1 cargo test -p bandeja-core readme`.
 
 /// Declares a configuration struct as written and, beside it, for tests, `FIELD_DOCS`:
 /// each field's name and doc lines (the README's key reference is generated from them,
-/// see `reference.rs`). With `setters;` first, also one builder-style setter per field,
+/// see `reference.rs`), and `FIELD_TYPES`: each field's name and type (the tests of
+/// `schema.rs` count the durations and tables from them). With `setters;` first, also one builder-style setter per field,
 /// documented by the field's doc. A field's doc comes before its other attributes.
 macro_rules! settings {
     (setters; $(#[$meta:meta])* pub struct $name:ident { $(
@@ -111,6 +128,9 @@ macro_rules! settings {
             /// Each field's name and doc lines, in declaration order.
             pub(crate) const FIELD_DOCS: &'static [(&'static str, &'static [&'static str])] =
                 &[$((stringify!($field), &[$($doc),*])),*];
+            /// Each field's name and type as written, in declaration order.
+            pub(crate) const FIELD_TYPES: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($field), stringify!($ty))),*];
         }
     };
 }
@@ -330,6 +350,8 @@ mod tests {
     }
 
     #[test]
+    // Every key listed, and `..` so that a new key does not break the literal.
+    #[allow(clippy::needless_update)]
     fn defaults_match_the_specification() {
         // (group, enabled, polling, initial delay, least, most, batch, handler timeout)
         let table = [
@@ -359,6 +381,7 @@ mod tests {
                 handler_transaction: HandlerTransaction::Auto,
                 completion_mode: CompletionMode::Update,
                 retention: None,
+                ..group.defaults()
             };
             assert_eq!(config.group(group), &expected, "{group}");
             assert_eq!(group.defaults(), expected, "{group}");

@@ -85,26 +85,17 @@ pub struct CompletionModes {
     modes: [CompletionMode; 4],
 }
 
-fn position(box_kind: BoxKind) -> usize {
-    match box_kind {
-        BoxKind::OutboxEvents => 0,
-        BoxKind::InboxEvents => 1,
-        BoxKind::OutboxCommands => 2,
-        BoxKind::InboxCommands => 3,
-    }
-}
-
 impl CompletionModes {
     /// The mode of `box_kind`.
     #[must_use]
     pub fn of(&self, box_kind: BoxKind) -> CompletionMode {
-        self.modes[position(box_kind)]
+        self.modes[box_kind.index()]
     }
 
     /// Sets the mode of `box_kind`.
     #[must_use]
     pub fn with(mut self, box_kind: BoxKind, mode: CompletionMode) -> Self {
-        self.modes[position(box_kind)] = mode;
+        self.modes[box_kind.index()] = mode;
         self
     }
 
@@ -183,6 +174,8 @@ mod tests {
     }
 
     #[test]
+    // Every key listed, and `..` so that a new key does not break the literal.
+    #[allow(clippy::needless_update)]
     fn defaults_keep_rows_forever_and_the_monitor_off() {
         let config = Config::default();
         for group in BoxKind::ALL {
@@ -195,6 +188,7 @@ mod tests {
             pending: Duration::from_secs(3_600),
             processing: Duration::from_secs(3_600),
             interval: Duration::from_secs(60),
+            ..Staleness::default()
         };
         assert_eq!(config.staleness, staleness);
     }
@@ -210,6 +204,8 @@ mod tests {
     }
 
     #[test]
+    // Every key listed, and `..` so that a new key does not break the literal.
+    #[allow(clippy::needless_update)]
     fn toml_sets_completion_retention_and_staleness() {
         let text = r#"
             [events.outbox]
@@ -237,6 +233,7 @@ mod tests {
             pending: Duration::from_secs(7_200),
             processing: Duration::from_secs(1_800),
             interval: Duration::from_secs(10),
+            ..Staleness::default()
         };
         assert_eq!(config, Ok(expected.clone()));
         let modes = expected.completion_modes();
@@ -247,6 +244,8 @@ mod tests {
     }
 
     #[test]
+    // Every key listed, and `..` so that a new key does not break the literal.
+    #[allow(clippy::needless_update)]
     fn env_sets_completion_retention_and_staleness() {
         let config = env(&[
             ("BANDEJA_COMMANDS_OUTBOX_COMPLETION_MODE", "archive"),
@@ -264,6 +263,7 @@ mod tests {
             pending: Duration::from_secs(300),
             processing: Duration::from_secs(600),
             interval: Duration::from_secs(30),
+            ..Staleness::default()
         };
         assert_eq!(config.map_err(|e| e.to_string()), Ok(expected));
         // `off` in the environment turns off a retention set by a file.

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::record::BoxKind;
 
 use super::hints::dotted;
-use super::schema::{keys, tree_of, Key};
+use super::schema::{keys, read, tree_of, Key};
 use super::tree::Node;
 use super::{Config, Staleness, WorkerConfig};
 
@@ -69,8 +69,24 @@ fn shown(node: Option<&Node>) -> String {
     }
 }
 
-/// The generated reference: the keys of a group, with each box's default, then the other
-/// keys.
+/// Whether validation lets the table at `path` of `defaults` have an entry: a table key of
+/// a group that does not apply to that group (`handler-timeouts` of an outbox group, which
+/// has no subscribers) refuses any entry, and its cell is `—`.
+fn takes_entries(defaults: &Node, path: &[&str]) -> bool {
+    let mut probe = defaults.clone();
+    let at: Vec<&str> = path.iter().copied().chain(["probe"]).collect();
+    probe.set(
+        &at,
+        Node::Value(toml::Value::String("PT1S".to_owned())),
+        true,
+    );
+    let key = dotted(path);
+    let refused = read(probe).ok().and_then(|config| config.validate().err());
+    !refused.is_some_and(|e| e.key().is_some_and(|k| k.starts_with(&key)))
+}
+
+/// The generated reference: the keys of a group, with each box's default (`—` where the
+/// key does not apply to the group), then the other keys.
 pub(super) fn generate() -> Result<String, String> {
     let defaults = tree_of(Config::default()).map_err(|e| e.to_string())?;
     let missing = |key: &Key| format!("`{}` has no doc on its field", key.dotted());
@@ -110,6 +126,9 @@ pub(super) fn generate() -> Result<String, String> {
             .iter()
             .map(|g| {
                 let path: Vec<&str> = g.key().split('.').chain([name]).collect();
+                if key.is_table() && !takes_entries(&defaults, &path) {
+                    return "—".to_owned();
+                }
                 shown(defaults.get(&path))
             })
             .collect();

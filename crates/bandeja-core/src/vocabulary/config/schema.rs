@@ -336,21 +336,42 @@ mod tests {
             .map(Key::dotted)
             .collect();
         let durations = keys().iter().filter(|k| k.is_duration()).count();
+        // What the structs declare: a field of type `Duration` or `Option<Duration>` is a
+        // duration, one of type `BTreeMap<..>` a table; a top-level key is a field of
+        // `Config` (other than a group or `[staleness]`) whose doc starts with `` `key`: ``.
+        let ty = |t: &str| t.replace(' ', "");
+        let is_duration =
+            |t: &&(&str, &str)| matches!(ty(t.1).as_str(), "Duration" | "Option<Duration>");
+        let is_table = |t: &&(&str, &str)| ty(t.1).starts_with("BTreeMap<");
+        let count = |types: &[(&str, &str)]| types.iter().filter(is_duration).count();
+        let per_group = count(WorkerConfig::FIELD_TYPES);
+        let (top, of_staleness) = (count(Config::FIELD_TYPES), count(Staleness::FIELD_TYPES));
         assert_eq!(
             durations,
-            1 + 4 * 8 + 3,
-            "stuck-threshold, 8 per group, 3 of staleness"
+            top + BoxKind::ALL.len() * per_group + of_staleness,
+            "{top} top-level, {per_group} per group, {of_staleness} of staleness"
         );
-        assert_eq!(
-            tables,
-            [
-                "events.outbox.handler-timeouts",
-                "events.inbox.handler-timeouts",
-                "commands.outbox.handler-timeouts",
-                "commands.inbox.handler-timeouts",
-                "commands.topics"
-            ]
+        let top_level_key = |field: &str| {
+            let (_, doc) = Config::FIELD_DOCS.iter().find(|(f, _)| *f == field)?;
+            let rest = doc.first()?.trim().strip_prefix('`')?;
+            rest.split_once("`:").map(|(key, _)| key.to_owned())
+        };
+        let mut expected_tables: Vec<String> = BoxKind::ALL
+            .iter()
+            .flat_map(|g| {
+                WorkerConfig::FIELD_TYPES
+                    .iter()
+                    .filter(is_table)
+                    .map(move |(field, _)| format!("{}.{}", g.key(), field.replace('_', "-")))
+            })
+            .collect();
+        expected_tables.extend(
+            Config::FIELD_TYPES
+                .iter()
+                .filter(is_table)
+                .map(|(field, _)| top_level_key(field).unwrap_or_else(|| field.to_string())),
         );
+        assert_eq!(tables, expected_tables);
     }
 
     #[test]

@@ -356,6 +356,8 @@ mod tests {
     }
 
     #[test]
+    // Every key listed, and `..` so that a new key does not break the literal.
+    #[allow(clippy::needless_update)]
     fn setters_set_every_field() {
         let c = WorkerConfig::events_inbox_defaults()
             .enabled(Enabled::Off)
@@ -399,6 +401,7 @@ mod tests {
             handler_transaction: HandlerTransaction::Message,
             completion_mode: CompletionMode::Archive,
             retention: Some(secs(10)),
+            ..WorkerConfig::events_inbox_defaults()
         };
         assert_eq!(c, expected);
     }
