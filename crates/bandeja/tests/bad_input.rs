@@ -146,6 +146,18 @@ fn says(message: impl std::fmt::Display, fragments: &[&str]) {
     }
 }
 
+/// The error's text followed by its sources, as a program printing the chain shows it.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 fn tenant(id: &str) -> TenantId {
     TenantId::new(id).expect("a valid tenant id")
 }
@@ -208,16 +220,16 @@ async fn every_emission_door<S: Admin>(store: S) {
 async fn unserializable_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandeja<S>) {
     let refuses = Event::new("Thing", "1", Refuses);
     let error = refused!(store, |conn| outbox.emit(conn, &refuses));
-    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    assert!(matches!(error, Error::Serialize(_)), "{error:?}");
     says(
-        &error,
+        chain(&error),
         &[
             "cannot serialize the payload of `bad_input.Refuses`",
             "this value cannot be written",
         ],
     );
     let error = refused!(store, |_conn| bandeja.emit(&refuses));
-    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    assert!(matches!(error, Error::Serialize(_)), "{error:?}");
 
     let grid = Grid {
         cells: BTreeMap::from([((0, 0), "x".to_owned())]),
@@ -225,7 +237,7 @@ async fn unserializable_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandej
     let error = refused!(store, |conn| outbox
         .emit(conn, &Event::new("Board", "1", grid.clone())));
     says(
-        &error,
+        chain(&error),
         &[
             "cannot serialize the payload of `bad_input.Grid`",
             "key must be a string",
@@ -236,16 +248,16 @@ async fn unserializable_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandej
     })
     .await;
     let error = refused!(store, |conn| outbox.send(conn, &command));
-    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    assert!(matches!(error, Error::Serialize(_)), "{error:?}");
     let error = refused!(store, |_conn| bandeja.send(&command));
-    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    assert!(matches!(error, Error::Serialize(_)), "{error:?}");
 
     // An aggregate refuses to record it, before anything reaches a transaction.
     let mut recorded = RecordedEvents::default();
     let error = recorded
         .record(Event::inceptive("Board", grid))
         .expect_err("refused when recorded");
-    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    assert!(matches!(error, Error::Serialize(_)), "{error:?}");
     assert!(recorded.is_empty());
 }
 
