@@ -338,7 +338,9 @@ mod tests {
         let wrong_kind = decode(MessageKind::Command, &encode(&event(), None));
         assert!(matches!(wrong_kind, Err(WireError::Kind { .. })));
         assert_eq!(
-            wrong_kind.expect_err("an event on a command queue").to_string(),
+            wrong_kind
+                .expect_err("an event on a command queue")
+                .to_string(),
             "the body is of kind `event` where `command`s are consumed: check the publisher's \
              routing"
         );

@@ -280,14 +280,18 @@ fn a_config_error_gives_its_own_hint() {
 
 #[test]
 fn unknown_names_keep_their_value() {
-    let error = "outbox".parse::<crate::record::BoxKind>().expect_err("not a box");
+    let error = "outbox"
+        .parse::<crate::record::BoxKind>()
+        .expect_err("not a box");
     assert_eq!(error.value(), "outbox");
     assert!(error.to_string().starts_with("unknown box `outbox`"));
     let error = "done\n"
         .parse::<crate::status::MessageStatus>()
         .expect_err("not a status");
     assert_eq!(error.value(), "done\n");
-    assert!(error.to_string().starts_with("unknown message status `done\\n`"));
+    assert!(error
+        .to_string()
+        .starts_with("unknown message status `done\\n`"));
     assert_eq!(crate::record::MessageKind::Event.to_string(), "event");
     assert_eq!(crate::record::MessageKind::Command.to_string(), "command");
 }
