@@ -146,6 +146,18 @@ fn says(message: impl std::fmt::Display, fragments: &[&str]) {
     }
 }
 
+/// The error's text followed by its sources, as a program printing the chain shows it.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 fn tenant(id: &str) -> TenantId {
     TenantId::new(id).expect("a valid tenant id")
 }
@@ -208,16 +220,16 @@ async fn every_emission_door<S: Admin>(store: S) {
 async fn unserializable_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandeja: &Bandeja<S>) {
     let refuses = Event::new("Thing", "1", Refuses);
     let error = refused!(store, |conn| outbox.emit(conn, &refuses));
-    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    assert!(matches!(error, Error::Serialize(_)), "{error:?}");
     says(
-        &error,
+        chain(&error),
         &[
             "cannot serialize the payload of `bad_input.Refuses`",
             "this value cannot be written",
         ],
     );
     let error = refused!(store, |_conn| bandeja.emit(&refuses));
-    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    assert!(matches!(error, Error::Serialize(_)), "{error:?}");
 
     let grid = Grid {
         cells: BTreeMap::from([((0, 0), "x".to_owned())]),
@@ -225,7 +237,7 @@ async fn unserializable_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandej
     let error = refused!(store, |conn| outbox
         .emit(conn, &Event::new("Board", "1", grid.clone())));
     says(
-        &error,
+        chain(&error),
         &[
             "cannot serialize the payload of `bad_input.Grid`",
             "key must be a string",
@@ -236,16 +248,16 @@ async fn unserializable_payloads<S: Admin>(store: &S, outbox: &Outbox<S>, bandej
     })
     .await;
     let error = refused!(store, |conn| outbox.send(conn, &command));
-    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    assert!(matches!(error, Error::Serialize(_)), "{error:?}");
     let error = refused!(store, |_conn| bandeja.send(&command));
-    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    assert!(matches!(error, Error::Serialize(_)), "{error:?}");
 
     // An aggregate refuses to record it, before anything reaches a transaction.
     let mut recorded = RecordedEvents::default();
     let error = recorded
         .record(Event::inceptive("Board", grid))
         .expect_err("refused when recorded");
-    assert!(matches!(error, Error::Serialize { .. }), "{error:?}");
+    assert!(matches!(error, Error::Serialize(_)), "{error:?}");
     assert!(recorded.is_empty());
 }
 
@@ -645,6 +657,93 @@ async fn tenant_ids_with_sql_metacharacters<S: Admin>(store: &S, outbox: &Outbox
     assert!(inbox
         .iter()
         .all(|r| r.message.record.tenant_id.as_str() == NASTY_TENANTS[0]));
+}
+
+/// A payload whose handler emits what no store can hold.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Relay {
+    text: String,
+}
+impl Payload for Relay {
+    const TYPE: &'static str = "bad_input.Relay";
+}
+
+/// Emits events with a NUL character (in the payload, in the aggregate type) and one id
+/// twice, keeps the kinds of the errors it gets, and fails with the first of them.
+#[derive(Clone, Default)]
+struct NulEmitter(Arc<Mutex<Vec<MessageErrorKind>>>);
+
+impl<S: Store> EventHandler<S, Relay> for NulEmitter {
+    async fn handle(
+        &self,
+        ctx: &mut HandlerContext<'_, S>,
+        _event: Event<Relay>,
+    ) -> Result<(), HandlerError> {
+        let mut kinds = Vec::new();
+        let mut first = None;
+        let repeated = Event::new("Order", "42", note("once"));
+        ctx.emit(repeated.clone()).expect("a storable event");
+        for attempt in [
+            ctx.emit(Event::new("Order", "42", note("a\u{0}b"))),
+            ctx.emit(Event::new("Or\u{0}der", "42", note("n"))),
+            ctx.emit(repeated),
+        ] {
+            let error = attempt.expect_err("refused at the emit");
+            if let Error::Message(e) = &error {
+                kinds.push(e.kind());
+            }
+            first.get_or_insert(error);
+        }
+        self.0.lock().expect("lock").extend(kinds);
+        Err(HandlerError::permanent(first.expect("an error")))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_emitting_a_nul_character_gets_a_nul_character_error_on_sqlite() {
+    let (store, _guard) = sqlite_store().await;
+    let kinds = NulEmitter::default();
+    let bandeja = Bandeja::builder(store.clone())
+        .config(quick_config())
+        .on_event::<Relay, _>("relay", kinds.clone())
+        .build()
+        .expect("build");
+    let trigger = Event::new(
+        "Relay",
+        "1",
+        Relay {
+            text: "go".to_owned(),
+        },
+    );
+    let running = bandeja.start().await.expect("start");
+    bandeja.emit(&trigger).await.expect("emit the trigger");
+    let failed = eventually(Duration::from_secs(20), || async {
+        let rows = store.rows(BoxKind::InboxEvents).await.ok()?;
+        rows.into_iter()
+            .find(|r| {
+                r.message.record.id == trigger.id && r.message.status == MessageStatus::Failed
+            })
+            .map(|r| r.message)
+    })
+    .await
+    .expect("the handler's attempt fails");
+    running.shutdown().await;
+
+    assert_eq!(
+        *kinds.0.lock().expect("lock"),
+        vec![
+            MessageErrorKind::NulCharacter,
+            MessageErrorKind::NulCharacter,
+            MessageErrorKind::RepeatedId,
+        ]
+    );
+    // The attempt failed with the NUL error, not with an opaque store error.
+    let reason = failed.last_error.expect("the attempt's error");
+    says(&reason, &["payload of `bad_input.Note`", "NUL character"]);
+    // Nothing the handler emitted was written: the outbox holds the trigger only.
+    let outbox = store.rows(BoxKind::OutboxEvents).await.expect("rows");
+    let ids: Vec<MessageId> = outbox.iter().map(|r| r.message.record.id).collect();
+    assert_eq!(ids, vec![trigger.id]);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 //! The handler traits users implement, and the context a handler runs in: the transaction
 //! that will mark its inbox row COMPLETED.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::marker::PhantomData;
 
@@ -8,7 +9,7 @@ use async_trait::async_trait;
 
 use crate::envelope::{Command, Event, MessageId, Payload};
 use crate::error::{HandlerError, Result};
-use crate::record::{MessageRecord, StoredMessage};
+use crate::record::{MessageKind, MessageRecord, StoredMessage};
 use crate::store::Store;
 use crate::tenant::TenantId;
 use crate::transport::routing::{check_outgoing, Routing};
@@ -89,6 +90,9 @@ pub struct HandlerContext<'t, S: Store> {
     tx: &'t mut S::Tx,
     message: &'t StoredMessage,
     emitted: Vec<MessageRecord>,
+    /// The ids of the emitted events, then of the sent commands: each kind is one insert,
+    /// where an id may appear once.
+    emitted_ids: [HashSet<MessageId>; 2],
     max_payload_bytes: usize,
     routing: Option<&'t Routing>,
 }
@@ -106,6 +110,7 @@ impl<'t, S: Store> HandlerContext<'t, S> {
             tx,
             message,
             emitted: Vec::new(),
+            emitted_ids: [HashSet::new(), HashSet::new()],
             max_payload_bytes,
             routing,
         }
@@ -158,14 +163,13 @@ impl<'t, S: Store> HandlerContext<'t, S> {
     /// Emits an event that commits with this handling. It inherits the handled message's
     /// correlation id and tenant, and its causation id is the handled message's id. The
     /// runtime's rules apply, as for [`Bandeja::outbox`](crate::Bandeja::outbox): a payload
-    /// over the limit is an error, and nothing is emitted.
+    /// over the limit, text with a NUL character or an id this handling already emitted is
+    /// an error, and nothing is emitted.
     pub fn emit<T: Payload>(&mut self, mut event: Event<T>) -> Result<()> {
         self.inherit(&mut event.correlation_id, &mut event.causation_id);
         event.tenant_id = self.tenant().clone();
         let record = MessageRecord::from_event(&event)?;
-        check_outgoing(&record, self.max_payload_bytes, self.routing)?;
-        self.emitted.push(record);
-        Ok(())
+        self.push(record)
     }
 
     /// Emits an event caused by `cause` (one event of a batch): correlation id inherited
@@ -188,7 +192,17 @@ impl<'t, S: Store> HandlerContext<'t, S> {
     pub fn send<T: Payload>(&mut self, mut command: Command<T>) -> Result<()> {
         self.inherit(&mut command.correlation_id, &mut command.causation_id);
         let record = MessageRecord::from_command(&command)?;
-        check_outgoing(&record, self.max_payload_bytes, self.routing)?;
+        self.push(record)
+    }
+
+    /// Keeps `record` for the outbox insert after the handler, once the emission rules
+    /// (the same as [`Outbox`](crate::Outbox)'s) accept it.
+    fn push(&mut self, record: MessageRecord) -> Result<()> {
+        let seen = match record.kind {
+            MessageKind::Event => &mut self.emitted_ids[0],
+            MessageKind::Command => &mut self.emitted_ids[1],
+        };
+        check_outgoing(&record, self.max_payload_bytes, self.routing, Some(seen))?;
         self.emitted.push(record);
         Ok(())
     }

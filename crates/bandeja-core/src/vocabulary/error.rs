@@ -12,11 +12,13 @@ use crate::status::TransitionError;
 
 mod build;
 mod message;
+mod serialize;
 mod store;
 mod transport;
 
 pub use build::{BuildError, BuildErrorKind};
 pub use message::{MessageError, MessageErrorKind};
+pub use serialize::SerializeError;
 pub use store::{FailureKind, HandlerError, StoreError, StoreErrorKind};
 pub use transport::{NoRoute, TransportError, TransportErrorKind};
 
@@ -34,7 +36,7 @@ pub enum Error {
     #[error("no tenant in context")]
     NoTenant,
     /// A tenant id that cannot be used (the id, cut to 128 characters).
-    #[error("invalid tenant id {0:?}")]
+    #[error("invalid tenant id `{}`", shown(.0))]
     InvalidTenant(String),
     /// An illegal status transition.
     #[error(transparent)]
@@ -43,14 +45,8 @@ pub enum Error {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// A payload could not be serialized to JSON.
-    #[error("cannot serialize the payload of `{message_type}` to JSON: {source}")]
-    Serialize {
-        /// The message type.
-        message_type: String,
-        /// The serde error.
-        #[source]
-        source: serde_json::Error,
-    },
+    #[error(transparent)]
+    Serialize(#[from] SerializeError),
     /// A message (or a batch of them) that breaks an envelope rule: nothing was written.
     #[error(transparent)]
     Message(#[from] MessageError),
@@ -74,8 +70,9 @@ pub enum Error {
 
 impl Error {
     /// What to do about this error, when bandeja knows: a sentence to show next to the
-    /// error (a command line prints it on a second line). `None` for the errors whose
-    /// message already says it all (a configuration error names its key and the rule).
+    /// error (a command line prints it on a second line). A configuration error gives its
+    /// own [`ConfigError::hint`] (the keys expected where an unknown one was found). `None`
+    /// for the errors whose message already says it all (an illegal status transition).
     #[must_use]
     pub fn hint(&self) -> Option<String> {
         match self {
@@ -87,9 +84,7 @@ impl Error {
             Error::InvalidTenant(_) => {
                 Some("a tenant id is 1 to 128 bytes of text without control characters".to_owned())
             }
-            Error::Serialize { .. } => {
-                Some("make the payload serializable as JSON (a map needs string keys)".to_owned())
-            }
+            Error::Serialize(e) => Some(e.hint().to_owned()),
             Error::Message(e) => Some(e.hint().to_owned()),
             Error::Build(e) => Some(e.hint().to_owned()),
             Error::Store(e) => e.hint().map(str::to_owned),
@@ -100,7 +95,8 @@ impl Error {
                  with the broker and come again"
                     .to_owned(),
             ),
-            Error::Transition(_) | Error::Config(_) => None,
+            Error::Config(e) => e.hint().map(str::to_owned),
+            Error::Transition(_) => None,
         }
     }
 }

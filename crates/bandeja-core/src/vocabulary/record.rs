@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::envelope::{Command, Direction, Event, Headers, MessageId, Payload};
-use crate::error::{Error, MessageError, Result};
+use crate::error::{Error, MessageError, Result, SerializeError};
 use crate::names::{is_usable_name, is_usable_type_name};
 use crate::status::MessageStatus;
 use crate::tenant::TenantId;
@@ -36,6 +36,20 @@ impl MessageKind {
             MessageKind::Event => BoxKind::InboxEvents,
             MessageKind::Command => BoxKind::InboxCommands,
         }
+    }
+
+    /// `event` or `command`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MessageKind::Event => "event",
+            MessageKind::Command => "command",
+        }
+    }
+}
+
+impl std::fmt::Display for MessageKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -124,8 +138,19 @@ impl BoxKind {
 
 /// A box name that is not one of the four tables.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown box `{0}`: expected one of outbox_events, inbox_events, outbox_commands, inbox_commands")]
-pub struct UnknownBox(pub String);
+#[error(
+    "unknown box `{}`: expected one of outbox_events, inbox_events, outbox_commands, inbox_commands",
+    crate::error::shown(.0)
+)]
+pub struct UnknownBox(String);
+
+impl UnknownBox {
+    /// The name that was not a box.
+    #[must_use]
+    pub fn value(&self) -> &str {
+        &self.0
+    }
+}
 
 impl std::str::FromStr for BoxKind {
     type Err = UnknownBox;
@@ -358,10 +383,8 @@ pub(crate) fn json_has_nul(json: &str) -> bool {
 }
 
 fn serialize<T: Payload>(message_type: &str, payload: &T) -> Result<String> {
-    serde_json::to_string(payload).map_err(|source| Error::Serialize {
-        message_type: message_type.to_owned(),
-        source,
-    })
+    serde_json::to_string(payload)
+        .map_err(|source| Error::Serialize(SerializeError::new(message_type, source)))
 }
 
 /// A row claimed from a box.
@@ -569,7 +592,7 @@ mod tests {
         let event = Event::new("X", "1", Unserializable);
         assert!(matches!(
             MessageRecord::from_event(&event),
-            Err(Error::Serialize { .. })
+            Err(Error::Serialize(_))
         ));
     }
 

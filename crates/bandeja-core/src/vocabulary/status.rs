@@ -161,8 +161,19 @@ impl fmt::Display for MessageStatus {
 
 /// A column value that is not one of the four statuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown message status `{0}`: expected PENDING, PROCESSING, COMPLETED or FAILED")]
-pub struct UnknownStatus(pub String);
+#[error(
+    "unknown message status `{}`: expected PENDING, PROCESSING, COMPLETED or FAILED",
+    crate::error::shown(.0)
+)]
+pub struct UnknownStatus(String);
+
+impl UnknownStatus {
+    /// The value that was not a status.
+    #[must_use]
+    pub fn value(&self) -> &str {
+        &self.0
+    }
+}
 
 impl FromStr for MessageStatus {
     type Err = UnknownStatus;

@@ -80,7 +80,7 @@ pub enum WireError {
     #[error("wire format version {0} is not supported (this build reads version {WIRE_VERSION}): upgrade this service")]
     Version(u32),
     /// An event on a command subject or queue, or the other way round.
-    #[error("a {found:?} arrived where {expected:?}s are consumed: check the publisher's routing")]
+    #[error("the body is of kind `{found}` where `{expected}`s are consumed: check the publisher's routing")]
     Kind {
         /// What the subscription consumes.
         expected: MessageKind,
@@ -337,6 +337,13 @@ mod tests {
         assert_eq!(newer, Err(WireError::Version(9)));
         let wrong_kind = decode(MessageKind::Command, &encode(&event(), None));
         assert!(matches!(wrong_kind, Err(WireError::Kind { .. })));
+        assert_eq!(
+            wrong_kind
+                .expect_err("an event on a command queue")
+                .to_string(),
+            "the body is of kind `event` where `command`s are consumed: check the publisher's \
+             routing"
+        );
         body["bandeja"] = 1.into();
         body["type"] = "two words".into();
         assert!(decode(MessageKind::Event, body.to_string().as_bytes()).is_err());

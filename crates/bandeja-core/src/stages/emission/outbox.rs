@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use crate::envelope::{Command, Event, Payload};
-use crate::error::{MessageError, Result, StoreError, StoreErrorKind};
+use crate::error::{Result, StoreError, StoreErrorKind};
 use crate::record::{MessageKind, MessageRecord};
 use crate::store::Store;
 use crate::telemetry;
@@ -100,13 +100,14 @@ impl<S: Store> Outbox<S> {
             return Ok(());
         }
         // A single record (the common emit) needs no set to find a repeated id.
-        let mut ids = HashSet::with_capacity(if records.len() > 1 { records.len() } else { 0 });
+        let mut ids = (records.len() > 1).then(|| HashSet::with_capacity(records.len()));
         for record in &records {
-            check_outgoing(record, self.max_payload_bytes, self.routing.as_ref())?;
-            record.check_storable()?;
-            if records.len() > 1 && !ids.insert(record.id) {
-                return Err(MessageError::repeated_id(record.id, &record.message_type).into());
-            }
+            check_outgoing(
+                record,
+                self.max_payload_bytes,
+                self.routing.as_ref(),
+                ids.as_mut(),
+            )?;
         }
         prepare(&mut records);
         self.store

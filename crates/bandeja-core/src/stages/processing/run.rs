@@ -231,6 +231,8 @@ pub(crate) async fn run_handler<S: Store>(
         }
         Ok(Ok(Ok(()))) => {}
     }
+    // Checked when the handler emitted them, by the rules of `Outbox::write`
+    // (`check_outgoing`: size, route, storable text, one id per insert).
     let mut emitted = ctx.take_emitted();
     if !emitted.is_empty() {
         // Written into a transaction the handler ended, they would commit on their own.

@@ -238,3 +238,60 @@ fn the_error_stays_small() {
     assert!(size < 128, "Error is {size} bytes");
     assert!(std::mem::size_of::<BuildError>() <= 8);
 }
+
+#[test]
+fn a_serialize_error_names_the_type_and_keeps_serde_as_its_source() {
+    let serde = serde_json::to_string(&std::collections::BTreeMap::from([((0, 0), 1)]))
+        .expect_err("a map with tuple keys");
+    let error = Error::from(SerializeError::new("shop.Grid", serde));
+    assert_eq!(
+        error.to_string(),
+        "cannot serialize the payload of `shop.Grid` to JSON"
+    );
+    let Error::Serialize(inner) = &error else {
+        panic!("a serialize error, not {error:?}");
+    };
+    assert_eq!(inner.message_type(), "shop.Grid");
+    let source = error.source().expect("the serde error is the source");
+    assert!(source.downcast_ref::<serde_json::Error>().is_some());
+    assert!(source.to_string().contains("key must be a string"));
+    // The chain prints the cause once: the error's own text leaves it out.
+    assert!(!error.to_string().contains(&source.to_string()));
+    assert!(error.hint().is_some());
+}
+
+#[test]
+fn an_invalid_tenant_prints_escaped_between_backticks() {
+    let error = Error::InvalidTenant("ac\nme".to_owned());
+    assert_eq!(error.to_string(), "invalid tenant id `ac\\nme`");
+}
+
+#[test]
+fn a_config_error_gives_its_own_hint() {
+    let config = crate::config::ConfigError::unknown_key(
+        "events.outbox.enabeld".to_owned(),
+        Some("events.outbox.enabled".to_owned()),
+        "`enabled` in `events.outbox`".to_owned(),
+    );
+    let hint = config.hint().map(str::to_owned);
+    assert!(hint.is_some(), "{config:?}");
+    assert_eq!(Error::from(config).hint(), hint);
+}
+
+#[test]
+fn unknown_names_keep_their_value() {
+    let error = "outbox"
+        .parse::<crate::record::BoxKind>()
+        .expect_err("not a box");
+    assert_eq!(error.value(), "outbox");
+    assert!(error.to_string().starts_with("unknown box `outbox`"));
+    let error = "done\n"
+        .parse::<crate::status::MessageStatus>()
+        .expect_err("not a status");
+    assert_eq!(error.value(), "done\n");
+    assert!(error
+        .to_string()
+        .starts_with("unknown message status `done\\n`"));
+    assert_eq!(crate::record::MessageKind::Event.to_string(), "event");
+    assert_eq!(crate::record::MessageKind::Command.to_string(), "command");
+}
