@@ -1,7 +1,6 @@
 //! The handler traits users implement, and the context a handler runs in: the transaction
 //! that will mark its inbox row COMPLETED.
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::marker::PhantomData;
 
@@ -9,7 +8,7 @@ use async_trait::async_trait;
 
 use crate::envelope::{Command, Event, MessageId, Payload};
 use crate::error::{HandlerError, Result};
-use crate::record::{MessageKind, MessageRecord, StoredMessage};
+use crate::record::{MessageRecord, StoredMessage};
 use crate::store::Store;
 use crate::tenant::TenantId;
 use crate::transport::routing::{check_outgoing, Routing};
@@ -90,9 +89,6 @@ pub struct HandlerContext<'t, S: Store> {
     tx: &'t mut S::Tx,
     message: &'t StoredMessage,
     emitted: Vec<MessageRecord>,
-    /// The ids of the emitted events, then of the sent commands: each kind is one insert,
-    /// where an id may appear once.
-    emitted_ids: [HashSet<MessageId>; 2],
     max_payload_bytes: usize,
     routing: Option<&'t Routing>,
 }
@@ -110,7 +106,6 @@ impl<'t, S: Store> HandlerContext<'t, S> {
             tx,
             message,
             emitted: Vec::new(),
-            emitted_ids: [HashSet::new(), HashSet::new()],
             max_payload_bytes,
             routing,
         }
@@ -198,11 +193,11 @@ impl<'t, S: Store> HandlerContext<'t, S> {
     /// Keeps `record` for the outbox insert after the handler, once the emission rules
     /// (the same as [`Outbox`](crate::Outbox)'s) accept it.
     fn push(&mut self, record: MessageRecord) -> Result<()> {
-        let seen = match record.kind {
-            MessageKind::Event => &mut self.emitted_ids[0],
-            MessageKind::Command => &mut self.emitted_ids[1],
-        };
-        check_outgoing(&record, self.max_payload_bytes, self.routing, Some(seen))?;
+        // Each kind is one insert, where an id may appear once.
+        let emitted = &self.emitted;
+        check_outgoing(&record, self.max_payload_bytes, self.routing, |r| {
+            emitted.iter().any(|e| e.kind == r.kind && e.id == r.id)
+        })?;
         self.emitted.push(record);
         Ok(())
     }

@@ -4,9 +4,8 @@
 //! their own names (a JetStream subject, a RabbitMQ routing key) and keep every partition
 //! in order: messages with one key take one partition, so they arrive in emission order.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
-use crate::envelope::MessageId;
 use crate::error::MessageError;
 use crate::record::{MessageKind, MessageRecord};
 
@@ -61,23 +60,21 @@ impl Routing {
 /// [`send`](crate::handler::HandlerContext::send)): its payload is at most
 /// `max_payload_bytes`; with a broker (`routing`) it has an address (a command's target
 /// service has a topic); no store refuses its text (no NUL character); and its id is not
-/// one of `seen`, the ids already accepted for the same insert (`None` for a single
-/// message). The id joins `seen` once every check has passed.
+/// one already accepted for the same insert (`repeated`, which the caller knows from
+/// what it holds).
 pub(crate) fn check_outgoing(
     record: &MessageRecord,
     max_payload_bytes: usize,
     routing: Option<&Routing>,
-    seen: Option<&mut HashSet<MessageId>>,
+    repeated: impl FnOnce(&MessageRecord) -> bool,
 ) -> crate::error::Result<()> {
     record.check_size(max_payload_bytes)?;
     if let Some(routing) = routing {
         routing.address(record)?;
     }
     record.check_storable()?;
-    if let Some(seen) = seen {
-        if !seen.insert(record.id) {
-            return Err(MessageError::repeated_id(record.id, &record.message_type).into());
-        }
+    if repeated(record) {
+        return Err(MessageError::repeated_id(record.id, &record.message_type).into());
     }
     Ok(())
 }

@@ -102,12 +102,9 @@ impl<S: Store> Outbox<S> {
         // A single record (the common emit) needs no set to find a repeated id.
         let mut ids = (records.len() > 1).then(|| HashSet::with_capacity(records.len()));
         for record in &records {
-            check_outgoing(
-                record,
-                self.max_payload_bytes,
-                self.routing.as_ref(),
-                ids.as_mut(),
-            )?;
+            check_outgoing(record, self.max_payload_bytes, self.routing.as_ref(), |r| {
+                ids.as_mut().is_some_and(|ids| !ids.insert(r.id))
+            })?;
         }
         prepare(&mut records);
         self.store
