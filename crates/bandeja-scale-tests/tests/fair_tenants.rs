@@ -16,6 +16,7 @@ use bandeja::{
     Bandeja, Config, Event, EventHandler, HandlerContext, HandlerError, MessageRecord, Store,
     TenantId,
 };
+use bandeja_conformance::fixtures::outbox_of;
 use bandeja_scale_tests::{worker_config, EffectWriter, Tick, SUBSCRIBERS};
 use common::try_fresh;
 
@@ -47,10 +48,7 @@ impl EventHandler<PgStore, Tick> for TenantWatch {
 }
 
 async fn emit(store: &PgStore, tenant: &TenantId, range: std::ops::Range<u64>) {
-    let outbox = Bandeja::builder(store.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox();
+    let outbox = outbox_of(store);
     let all: Vec<u64> = range.collect();
     for chunk in all.chunks(5_000) {
         let records: Vec<MessageRecord> = chunk

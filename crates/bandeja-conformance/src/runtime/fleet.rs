@@ -17,6 +17,7 @@ use bandeja_core::tenant::{self, TenantId};
 
 use super::recorder::{Behaviour, Recorder};
 use super::{all, emit_pings, rows, wait_rows};
+use crate::fixtures::outbox_of;
 use crate::fixtures::{fast_config, Archive, Ping, Pong};
 
 /// A command type no process ever registers a handler for.
@@ -324,10 +325,7 @@ pub async fn a_process_claims_only_the_types_it_runs_a_subscriber_for<S: Inspect
         .start()
         .await
         .expect("start the old process");
-    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox();
+    let outbox = outbox_of(&store);
     let mut tx = store.begin().await.expect("begin");
     for n in 0..5 {
         let pong = bandeja_core::envelope::Event::new("Pong", format!("k{n}"), Pong { n });

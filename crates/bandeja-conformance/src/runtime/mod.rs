@@ -12,6 +12,7 @@ use bandeja_core::status::MessageStatus;
 use bandeja_core::store::{Inspect, RowView, Store};
 use bandeja_core::testing::eventually;
 
+use crate::fixtures::outbox_of;
 use crate::fixtures::Ping;
 
 pub mod batches;
@@ -34,10 +35,7 @@ pub(crate) async fn emit_pings<S: Store>(
     range: std::ops::Range<u64>,
     key: impl Fn(u64) -> String,
 ) -> Vec<MessageId> {
-    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox();
+    let outbox = outbox_of(store);
     let mut tx = store.begin().await.expect("begin");
     let mut ids = Vec::new();
     for n in range {

@@ -17,6 +17,7 @@ use bandeja_core::testing::eventually;
 
 use super::recorder::{Behaviour, Recorder};
 use super::{emit_pings, ping_number, rows, wait_rows, WAIT};
+use crate::fixtures::outbox_of;
 use crate::fixtures::{fast_config, Ping};
 
 /// A message that already failed once and hangs again does not hold up the healthy messages
@@ -148,10 +149,7 @@ pub async fn a_hung_first_attempt_delays_other_keys_by_at_most_one_backoff<S: In
     .expect("the handler started hanging");
     // Ten more while it hangs, of another tenant: a later claim.
     let other_tenant = TenantId::new("tenant-b").expect("tenant");
-    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox();
+    let outbox = outbox_of(&store);
     let mut tx = store.begin().await.expect("begin");
     for n in 11..21 {
         let event =

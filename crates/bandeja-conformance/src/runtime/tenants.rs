@@ -15,6 +15,7 @@ use bandeja_core::tenant::{self, TenantId};
 
 use super::recorder::{Behaviour, Recorder};
 use super::{all, wait_rows};
+use crate::fixtures::outbox_of;
 use crate::fixtures::{fast_config, Archive, Ping};
 
 /// Records the tenant it saw.
@@ -63,10 +64,7 @@ pub async fn commands_reach_their_handler_in_the_target_tenant<S: Inspect>(store
     })
     .await
     .expect("command");
-    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox();
+    let outbox = outbox_of(&store);
     let mut tx = store.begin().await.expect("begin");
     outbox.send(&mut *tx, &command).await.expect("send");
     store.commit(tx).await.expect("commit");
@@ -90,10 +88,7 @@ pub async fn a_tenant_backlog_does_not_starve_another_tenant<S: Inspect>(store: 
         TenantId::new("tenant-a").expect("t"),
         TenantId::new("tenant-b").expect("t"),
     );
-    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox();
+    let outbox = outbox_of(&store);
     let emit = |tenant: TenantId, range: std::ops::Range<u64>| {
         let (store, outbox) = (store.clone(), outbox.clone());
         async move {

@@ -15,6 +15,7 @@ use bandeja_core::testing::eventually;
 
 use super::recorder::{Behaviour, Recorder};
 use super::{emit_pings, wait_rows, WAIT};
+use crate::fixtures::outbox_of;
 use crate::fixtures::{fast_config, Ping};
 
 /// A handler that hangs, with a per-handler timeout far below the group's limit (here the
@@ -55,10 +56,7 @@ pub async fn hung_handler_times_out_and_releases_its_lease_while_others_proceed<
         .expect("the handler started hanging");
     let hung_at = std::time::Instant::now();
     let other_tenant = TenantId::new("tenant-b").expect("tenant");
-    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox();
+    let outbox = outbox_of(&store);
     let mut tx = store.begin().await.expect("begin");
     let healthy = [
         Event::new("Ping", "k1", Ping { n: 1 }),

@@ -9,6 +9,7 @@ use bandeja_core::store::{Inspect, RowView, Store};
 use bandeja_core::tenant::{self, TenantId};
 
 use super::{completed, emit, rows, stop, wait_rows, Harness, Seen};
+use crate::fixtures::outbox_of;
 use crate::fixtures::{Archive, Ping};
 
 /// Every event reaches every subscribing service once; the publisher's outbox rows are
@@ -87,10 +88,7 @@ pub async fn headers_arrive_intact<S: Inspect>(h: Harness<S>) {
 }
 
 async fn producer_emit<S: Store>(store: &S, event: &Event<Ping>) {
-    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox();
+    let outbox = outbox_of(store);
     let mut tx = store.begin().await.expect("begin");
     outbox.emit(&mut *tx, event).await.expect("emit");
     store.commit(tx).await.expect("commit");
@@ -141,10 +139,7 @@ pub async fn commands_reach_the_service_their_topic_names<S: Inspect>(h: Harness
         "{refused:?}"
     );
     let mut tx = orders.begin().await.expect("begin");
-    bandeja_core::runtime::Bandeja::builder(orders.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox()
+    outbox_of(&orders)
         .send(&mut *tx, &lost)
         .await
         .expect("written through the outbox");

@@ -25,6 +25,7 @@ use bandeja_core::transport::{
 
 use super::flaky::{Flaky, Twist};
 use super::{completed, emit, rows, stop, wait_rows, Harness, Seen, WAIT};
+use crate::fixtures::outbox_of;
 use crate::fixtures::Ping;
 
 /// A transport that, on its first call of two messages or more, publishes them all but
@@ -171,10 +172,7 @@ pub async fn a_claim_failing_part_way_releases_what_it_claimed<S: Inspect>(h: Ha
     let mut ids = Vec::new();
     for tenant in ["acme", "globex"] {
         let tenant = TenantId::new(tenant).expect("tenant");
-        let outbox = bandeja_core::runtime::Bandeja::builder(real.clone())
-            .build()
-            .expect("a runtime to emit with")
-            .outbox();
+        let outbox = outbox_of(&real);
         let mut tx = real.begin().await.expect("begin");
         for n in 0..4 {
             let event =

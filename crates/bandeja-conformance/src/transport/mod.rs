@@ -22,6 +22,7 @@ use bandeja_core::status::MessageStatus;
 use bandeja_core::store::{Inspect, RowView, Store};
 use bandeja_core::testing::eventually;
 
+use crate::fixtures::outbox_of;
 use crate::fixtures::{Archive, Ping};
 
 pub mod bad_bodies;
@@ -114,10 +115,7 @@ pub(crate) async fn emit<S: Store>(
     store: &S,
     pings: impl IntoIterator<Item = (u64, String)>,
 ) -> Vec<MessageId> {
-    let outbox = bandeja_core::runtime::Bandeja::builder(store.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox();
+    let outbox = outbox_of(store);
     let mut tx = store.begin().await.expect("begin");
     let mut ids = Vec::new();
     for (n, key) in pings {

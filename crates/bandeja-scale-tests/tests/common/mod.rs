@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use bandeja::postgres::PgStore;
 use bandeja::testing::eventually;
 use bandeja::{Event, MessageRecord, Store};
+use bandeja_conformance::fixtures::outbox_of;
 use bandeja_scale_tests::Tick;
 use sqlx::PgPool;
 
@@ -138,10 +139,7 @@ impl Fresh {
     /// Emits one [`Tick`] per `(key, n)`, [`EMIT_BATCH`] per transaction, through the
     /// outbox API an application uses.
     pub(crate) async fn emit(&self, ticks: &[(String, u64)]) {
-        let outbox = bandeja::Bandeja::builder(self.store.clone())
-            .build()
-            .expect("a runtime to emit with")
-            .outbox();
+        let outbox = outbox_of(&self.store);
         for batch in ticks.chunks(EMIT_BATCH) {
             let records: Vec<MessageRecord> = batch
                 .iter()

@@ -8,6 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bandeja_conformance::fixtures::outbox_of;
 use bandeja_conformance::fixtures::{fast_config, Ping};
 use bandeja_core::store::Inspect;
 use bandeja_core::testing::eventually;
@@ -36,10 +37,7 @@ async fn a_late_commit_with_a_lower_seq_is_delivered() {
     let Some((store, _guard)) = try_fresh_store().await else {
         return;
     };
-    let outbox = Bandeja::builder(store.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox();
+    let outbox = outbox_of(&store);
     // The late transaction takes its seq first, then stays open.
     let mut late = store.begin().await.expect("begin");
     outbox

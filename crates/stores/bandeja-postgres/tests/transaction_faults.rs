@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bandeja_conformance::fixtures::outbox_of;
 use bandeja_conformance::fixtures::{fast_config, Ping};
 use bandeja_core::store::{Delivery, Inspect};
 use bandeja_core::testing::eventually;
@@ -151,10 +152,7 @@ async fn effects(store: &PgStore) -> Vec<i64> {
 }
 
 async fn emit(store: &PgStore, range: std::ops::Range<u64>, tenant: Option<&TenantId>) {
-    let outbox = Bandeja::builder(store.clone())
-        .build()
-        .expect("a runtime to emit with")
-        .outbox();
+    let outbox = outbox_of(store);
     let mut tx = store.begin().await.expect("begin");
     for n in range {
         let mut event = Event::new("Ping", format!("k{n}"), Ping { n });
