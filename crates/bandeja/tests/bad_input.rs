@@ -718,7 +718,7 @@ async fn a_handler_emitting_a_nul_character_gets_a_nul_character_error_on_sqlite
     let running = bandeja.start().await.expect("start");
     bandeja.emit(&trigger).await.expect("emit the trigger");
     let failed = eventually(Duration::from_secs(20), || async {
-        let rows = store.rows(BoxKind::InboxEvents).await.ok()?;
+        let rows = store.rows(BoxKind::InboxEvents).await.expect("inbox rows");
         rows.into_iter()
             .find(|r| {
                 r.message.record.id == trigger.id && r.message.status == MessageStatus::Failed

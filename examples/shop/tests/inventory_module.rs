@@ -30,7 +30,11 @@ async fn order_confirmed_takes_the_ordered_units_out_of_stock(
 
     let stock_of = |sku: &'static str| {
         let store = store.clone();
-        async move { inventory::stock_of(&store, sku).await.ok().flatten() }
+        async move {
+            inventory::stock_of(&store, sku)
+                .await
+                .expect("read the stock")
+        }
     };
     let before = stock_of("MS-001").await.ok_or("MS-001 is not in stock")?;
     let event = OrderConfirmed {

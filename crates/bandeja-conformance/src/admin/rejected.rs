@@ -88,6 +88,10 @@ impl Transport for Capturing {
         "capturing"
     }
 
+    fn partitions(&self) -> u16 {
+        self.inner.partitions()
+    }
+
     async fn publish(
         &self,
         kind: MessageKind,

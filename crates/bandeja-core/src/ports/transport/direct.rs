@@ -74,19 +74,22 @@ impl DirectTransport {
         kind: MessageKind,
         messages: &[Outgoing<'_>],
     ) -> Vec<Vec<(u64, Arc<dyn InboxSink>)>> {
-        let mut consuming: Vec<Consuming> = match self.sinks.lock() {
-            Ok(sinks) => sinks
-                .iter()
-                .filter(|s| s.request.kind == kind)
-                .map(|s| Consuming {
-                    id: s.id,
-                    service: s.request.service.clone(),
-                    addresses: s.request.addresses.clone(),
-                    sink: s.sink.clone(),
-                })
-                .collect(),
-            Err(_) => return messages.iter().map(|_| Vec::new()).collect(),
-        };
+        // A lock poisoned by a panic elsewhere still holds a consistent list (every change
+        // is one push or retain): routing by it beats reporting every event as delivered
+        // to nobody.
+        let mut consuming: Vec<Consuming> = self
+            .sinks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|s| s.request.kind == kind)
+            .map(|s| Consuming {
+                id: s.id,
+                service: s.request.service.clone(),
+                addresses: s.request.addresses.clone(),
+                sink: s.sink.clone(),
+            })
+            .collect();
         for c in &mut consuming {
             let lacks_one = messages
                 .iter()
