@@ -414,41 +414,23 @@ impl<S: EffectStore> Recording<S> {
     }
 }
 
-impl<S: EffectStore> EventHandler<S, Noted> for Recording<S> {
+/// Every fleet payload is recorded alike: one impl per handler trait serves all of them
+/// (the registration names the payload type).
+impl<S: EffectStore, T: Payload> EventHandler<S, T> for Recording<S> {
     async fn handle(
         &self,
         ctx: &mut HandlerContext<'_, S>,
-        event: Event<Noted>,
+        event: Event<T>,
     ) -> Result<(), HandlerError> {
         self.run(ctx, event.id.0).await
     }
 }
 
-impl<S: EffectStore> EventHandler<S, Charged> for Recording<S> {
+impl<S: EffectStore, T: Payload> CommandHandler<S, T> for Recording<S> {
     async fn handle(
         &self,
         ctx: &mut HandlerContext<'_, S>,
-        event: Event<Charged>,
-    ) -> Result<(), HandlerError> {
-        self.run(ctx, event.id.0).await
-    }
-}
-
-impl<S: EffectStore> CommandHandler<S, Ship> for Recording<S> {
-    async fn handle(
-        &self,
-        ctx: &mut HandlerContext<'_, S>,
-        command: Command<Ship>,
-    ) -> Result<(), HandlerError> {
-        self.run(ctx, command.id.0).await
-    }
-}
-
-impl<S: EffectStore> CommandHandler<S, Refund> for Recording<S> {
-    async fn handle(
-        &self,
-        ctx: &mut HandlerContext<'_, S>,
-        command: Command<Refund>,
+        command: Command<T>,
     ) -> Result<(), HandlerError> {
         self.run(ctx, command.id.0).await
     }
