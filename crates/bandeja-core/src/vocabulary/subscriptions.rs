@@ -168,7 +168,8 @@ pub struct RouteTable {
 }
 
 impl RouteTable {
-    /// Indexes `routes` by message type.
+    /// Indexes `routes` by message type, each type's routes sorted by subscriber (so the
+    /// per-message lookup needs no sort).
     #[must_use]
     pub fn new(routes: Vec<Route>) -> Self {
         let mut by_type: HashMap<String, Vec<Route>> = HashMap::new();
@@ -177,6 +178,9 @@ impl RouteTable {
                 .entry(route.message_type.clone())
                 .or_default()
                 .push(route);
+        }
+        for routes in by_type.values_mut() {
+            routes.sort_unstable_by(|a, b| a.subscriber.cmp(&b.subscriber));
         }
         RouteTable { by_type }
     }
@@ -202,7 +206,7 @@ impl RouteTable {
                     .collect()
             })
             .unwrap_or_default();
-        names.sort_unstable();
+        // Sorted already; a subscriber with an every-tenant and a tenant route is listed twice.
         names.dedup();
         names
     }
