@@ -17,7 +17,8 @@
 //!   (outside the handler's transaction), a row in `fleet_effects` per committed handling.
 //!   `--slow NAME=MS`: each run of `NAME` takes that long.
 //! - `--emit TYPE=COUNT` (repeatable) emits that many messages of `TYPE`, one per
-//!   transaction, the types in turn, one round every `--emit-every` milliseconds; commands
+//!   transaction, the types in turn, one round every `--emit-every` milliseconds, message
+//!   `n` with the partition key `k<n % keys>` (`--keys`, default 20); commands
 //!   go to the service `--command-target`. With `--wait-for-go` emission starts when a line
 //!   `go` arrives on stdin. It prints `emitted` when done. SIGTERM during emission stops it
 //!   between two transactions.
@@ -118,6 +119,10 @@ struct Args {
     /// Milliseconds between two rounds of emission.
     #[arg(long, default_value_t = 10)]
     emit_every: u64,
+    /// How many partition keys the emitted messages spread over (message `n` has key
+    /// `k<n % keys>`).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    keys: u64,
     /// Emit only once `go` is read from stdin.
     #[arg(long)]
     wait_for_go: bool,
@@ -266,8 +271,9 @@ async fn emit_one<S: EffectStore>(
     target: &str,
     kind: FleetType,
     n: u64,
+    keys: u64,
 ) -> bandeja::Result<()> {
-    let key = format!("k{}", n % 20);
+    let key = format!("k{}", n % keys);
     match kind {
         FleetType::Noted => bandeja.emit(&Event::new("Fleet", key, Noted { n })).await,
         FleetType::Charged => bandeja.emit(&Event::new("Fleet", key, Charged { n })).await,
@@ -286,6 +292,7 @@ async fn emit<S: EffectStore>(
     plan: Vec<(FleetType, u64)>,
     every: Duration,
     target: String,
+    keys: u64,
     stop: Arc<AtomicBool>,
 ) -> Result<bool, String> {
     let mut next: Vec<u64> = vec![0; plan.len()];
@@ -296,7 +303,7 @@ async fn emit<S: EffectStore>(
                 return Ok(false);
             }
             if next[i] < *count {
-                emit_one(&bandeja, &target, *kind, next[i])
+                emit_one(&bandeja, &target, *kind, next[i], keys)
                     .await
                     .map_err(|e| format!("emitting {kind:?} {}: {e}", next[i]))?;
                 next[i] += 1;
@@ -343,12 +350,12 @@ async fn serve<S: EffectStore>(bandeja: Bandeja<S>, args: &Args) -> Result<(), B
     } else {
         let (bandeja, plan, stop) = (bandeja.clone(), args.emit.clone(), stop.clone());
         let every = Duration::from_millis(args.emit_every);
-        let (target, wait) = (args.command_target.clone(), args.wait_for_go);
+        let (target, wait, keys) = (args.command_target.clone(), args.wait_for_go, args.keys);
         Some(tokio::spawn(async move {
             if wait {
                 go().await;
             }
-            emit(bandeja, plan, every, target, stop).await
+            emit(bandeja, plan, every, target, keys, stop).await
         }))
     };
     loop {

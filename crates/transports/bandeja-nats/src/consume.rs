@@ -1,24 +1,27 @@
 //! Receiving: one task per partition pulls a batch from the service's durable consumer of
 //! that partition, hands the bodies of the subscribed addresses to the inbox sink and
-//! acknowledges them only once stored. A batch that could not be stored is retried, never
-//! skipped, so a partition never stores a later message before an earlier one.
+//! acknowledges them only once stored. A partition never stores a later message before an
+//! earlier one: a batch that could not be stored is retried, never skipped; a batch is
+//! stored only once every older delivery of the partition is ([`crate::order`]); and after
+//! a pull that may have lost deliveries the consumer is opened again, which rewinds it
+//! when deliveries are outstanding ([`crate::consumer`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::consumer::{pull, AckPolicy, DeliverPolicy, PullConsumer};
-use async_nats::jetstream::stream::ConsumerErrorKind;
-use async_nats::jetstream::{AckKind, Context, ErrorCode, Message};
+use async_nats::jetstream::consumer::{pull, PullConsumer};
+use async_nats::jetstream::{AckKind, Context, Message};
 use bandeja_core::reception::InboxSink;
+use bandeja_core::transport::routing::token;
 use bandeja_core::MessageKind;
 use futures::StreamExt;
 use tokio::sync::watch;
 
+use crate::consumer::{incarnation, incarnation_of, Durable, Opened};
 use crate::error::NatsError;
 use crate::names::address_token;
-use crate::streams;
-use bandeja_core::transport::routing::token;
+use crate::order::{self, Delivery, Outstanding, Verdict};
 
 /// The first pause after a failure; it doubles up to the cap.
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
@@ -33,28 +36,18 @@ const BUSY_PAUSE: Duration = Duration::from_millis(20);
 const REFRESH_WANTED: Duration = Duration::from_secs(10);
 /// How long a pull waits right after one that brought messages.
 const BACKLOG_FETCH_WAIT: Duration = Duration::from_millis(50);
-/// How long past `fetch_wait` an empty pull may take before it counts as unanswered (the
-/// server answers an expired pull itself; the client gives up 5 s after `fetch_wait`).
-const NO_ANSWER_MARGIN: Duration = Duration::from_secs(3);
-
-/// The configuration of a service's durable pull consumer on one partition.
-pub(crate) fn consumer_config(
-    name: String,
-    filter: String,
-    ack_wait: Duration,
-    batch_size: usize,
-) -> pull::Config {
-    pull::Config {
-        durable_name: Some(name),
-        filter_subject: filter,
-        ack_policy: AckPolicy::Explicit,
-        ack_wait,
-        max_ack_pending: i64::try_from(batch_size).unwrap_or(i64::MAX),
-        deliver_policy: DeliverPolicy::All,
-        max_deliver: -1,
-        ..Default::default()
-    }
-}
+/// How long past its wait a pull may take before it counts as unanswered: the server
+/// answers an expired pull itself, and right after a restart it sometimes answers none
+/// (the client would give up only 5 s later).
+const NO_ANSWER_MARGIN: Duration = Duration::from_secs(1);
+/// How long a batch's last acknowledgement may take to be confirmed.
+const ACK_CONFIRM_WAIT: Duration = Duration::from_secs(2);
+/// How often a batch waiting for an older one asks the server again.
+const ORDER_POLL: Duration = Duration::from_millis(20);
+/// How long a batch waits for an older one before the consumer is rewound: the older one
+/// was lost (its process killed, its pull unanswered) and would come back only after
+/// `ack_wait`.
+const ORDER_STALL: Duration = Duration::from_secs(5);
 
 /// Why a pull brought nothing usable.
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +59,8 @@ enum FetchError {
     #[error("the server did not answer the pull (consumer or stream missing?)")]
     NoAnswer,
     /// Another process of the service holds the partition's in-flight messages
-    /// (`max_ack_pending`): nothing is wrong, the partition is busy.
+    /// (`max_ack_pending`) or its one pull request (`max_waiting`): nothing is wrong, the
+    /// partition is busy.
     #[error("another process holds the partition's messages in flight")]
     Busy,
 }
@@ -85,6 +79,17 @@ pub(crate) struct Partition {
     pub(crate) wanted: HashSet<String>,
     /// When `wanted` was last read from the database.
     pub(crate) refreshed_at: Option<Instant>,
+    /// After the last delivery this process stored (its acknowledgement confirmed): the
+    /// consumer's number for the next delivery, and the stream sequence stored. A batch
+    /// that starts with that number is stored without asking the server
+    /// ([`order::run_from`]); the stream sequence going up as well rules out a consumer
+    /// that another process rewound meanwhile (its numbers start again at 1, its messages
+    /// again at the floor).
+    pub(crate) resume: Option<Resume>,
+    /// The incarnation of the consumer this process last opened (or saw): another process
+    /// that rewinds it creates it again, and a batch delivered before then is judged by
+    /// the stream floor alone ([`order::judge`]).
+    pub(crate) incarnation: Option<String>,
     pub(crate) kind: MessageKind,
     pub(crate) batch_size: usize,
     pub(crate) fetch_wait: Duration,
@@ -97,25 +102,24 @@ impl Partition {
         self.config.durable_name.as_deref().unwrap_or("")
     }
 
-    /// Creates the durable consumer, or updates it to this configuration (declaring the
-    /// stream again first when a server restarted without its store).
-    pub(crate) async fn ensure_consumer(&self) -> Result<PullConsumer, NatsError> {
-        let create = || {
-            self.jetstream
-                .create_consumer_on_stream(self.config.clone(), self.stream.name.as_str())
+    /// Opens the durable consumer: creates it, updates it to this configuration, or rewinds
+    /// it when deliveries are outstanding (see [`crate::consumer`]).
+    pub(crate) async fn open(&self) -> Result<PullConsumer, NatsError> {
+        let durable = Durable {
+            jetstream: &self.jetstream,
+            stream: &self.stream,
+            config: &self.config,
         };
-        let result = match create().await {
-            Err(error) if stream_missing(&error) => {
-                streams::declare(&self.jetstream, self.stream.clone()).await?;
-                create().await
-            }
-            result => result,
-        };
-        result.map_err(|source| NatsError::Consumer {
-            stream: self.stream.name.clone(),
-            consumer: self.name().to_owned(),
-            source,
-        })
+        let (consumer, opened) = durable.open().await?;
+        if let Opened::Rewound { from } = opened {
+            tracing::warn!(
+                consumer = self.name(),
+                from_stream_sequence = from,
+                "deliveries were outstanding that no batch held: the consumer starts again from \
+                 the first message not acknowledged, in order (the inbox drops the copies)"
+            );
+        }
+        Ok(consumer)
     }
 
     fn stopped(&self) -> bool {
@@ -135,16 +139,23 @@ impl Partition {
 
     /// Pulls and stores until stopped; survives outages of any length.
     pub(crate) async fn run(mut self, consumer: PullConsumer) {
+        self.incarnation = incarnation(&consumer);
         let mut consumer = Some(consumer);
         let mut backoff = Backoff::new(MAX_PAUSE);
         let mut backlog = false;
         while !self.stopped() {
+            if consumer.is_none() {
+                self.resume = None;
+            }
             let current = match consumer.take() {
                 Some(current) => current,
-                None => match self.ensure_consumer().await {
-                    Ok(current) => current,
+                None => match self.open().await {
+                    Ok(current) => {
+                        self.incarnation = incarnation(&current);
+                        current
+                    }
                     Err(error) => {
-                        tracing::warn!(consumer = self.name(), %error, "recreating the consumer failed: retrying");
+                        tracing::warn!(consumer = self.name(), %error, "opening the consumer again failed: retrying");
                         if !self.pause(backoff.next()).await {
                             return;
                         }
@@ -162,12 +173,18 @@ impl Partition {
                 self.fetch_wait
             };
             match self.fetch(&current, wait).await {
-                Ok(messages) => {
+                Ok(Pulled {
+                    messages,
+                    cut_short,
+                }) => {
                     backlog = !messages.is_empty();
                     backoff.reset();
-                    consumer = Some(current);
-                    if !self.deliver(messages).await {
-                        return;
+                    match self.deliver(&current, messages).await {
+                        // A pull cut short may have lost deliveries: the consumer is opened
+                        // again (rewound if they are outstanding) before the next pull.
+                        Flow::Go if !cut_short => consumer = Some(current),
+                        Flow::Go | Flow::Reopen => {}
+                        Flow::Stopped => return,
                     }
                 }
                 Err(FetchError::Busy) => {
@@ -179,7 +196,8 @@ impl Partition {
                     }
                 }
                 Err(error) => {
-                    // The handle is dropped: the consumer is created again before the next pull.
+                    // The handle is dropped: the consumer is opened again before the next
+                    // pull, and rewound if the failed pull lost deliveries.
                     tracing::warn!(consumer = self.name(), %error, "pulling failed: retrying");
                     if !self.pause(backoff.next()).await {
                         return;
@@ -189,13 +207,10 @@ impl Partition {
         }
     }
 
-    /// One pull: up to a batch, waiting at most `wait`.
-    async fn fetch(
-        &self,
-        consumer: &PullConsumer,
-        wait: Duration,
-    ) -> Result<Vec<Message>, FetchError> {
-        let started = Instant::now();
+    /// One pull: up to a batch, waiting at most `wait` (and [`NO_ANSWER_MARGIN`] for the
+    /// server to say the pull is over).
+    async fn fetch(&self, consumer: &PullConsumer, wait: Duration) -> Result<Pulled, FetchError> {
+        let given_up_at = tokio::time::Instant::now() + wait + NO_ANSWER_MARGIN;
         let mut batch = consumer
             .fetch()
             .max_messages(self.batch_size)
@@ -204,24 +219,140 @@ impl Partition {
             .await
             .map_err(FetchError::Request)?;
         let mut messages = Vec::new();
-        while let Some(item) = batch.next().await {
+        loop {
+            let Ok(next) = tokio::time::timeout_at(given_up_at, batch.next()).await else {
+                // The pull is abandoned: anything still delivered to it is lost, which the
+                // consumer's reopening finds outstanding.
+                if messages.is_empty() {
+                    return Err(FetchError::NoAnswer);
+                }
+                return Ok(Pulled {
+                    messages,
+                    cut_short: true,
+                });
+            };
+            let Some(item) = next else { break };
             match item {
                 Ok(message) => messages.push(message),
-                // What arrived before the error is a valid delivery: store it.
-                Err(error) if messages.is_empty() && max_ack_pending_reached(&*error) => {
-                    return Err(FetchError::Busy)
+                Err(error) if messages.is_empty() && partition_busy(&*error) => {
+                    tracing::trace!(consumer = self.name(), %error, "partition busy");
+                    return Err(FetchError::Busy);
                 }
                 Err(error) if messages.is_empty() => return Err(FetchError::Status(error)),
+                // What arrived before the error is a valid delivery: stored in order like
+                // any other. What did not arrive is outstanding.
                 Err(error) => {
                     tracing::debug!(consumer = self.name(), %error, "pull ended early");
-                    break;
+                    return Ok(Pulled {
+                        messages,
+                        cut_short: true,
+                    });
                 }
             }
         }
-        if messages.is_empty() && started.elapsed() > wait + NO_ANSWER_MARGIN {
-            return Err(FetchError::NoAnswer);
+        Ok(Pulled {
+            messages,
+            cut_short: false,
+        })
+    }
+
+    /// Stores a pulled batch (in delivery order) once every older delivery of the partition
+    /// is stored, part by part ([`order::judge`]), and acknowledges it. A batch that waits
+    /// for an older one longer than [`ORDER_STALL`] is dropped unacknowledged and the
+    /// consumer reopened (rewound): the older one was lost.
+    async fn deliver(&mut self, consumer: &PullConsumer, mut messages: Vec<Message>) -> Flow {
+        let mut waiting_since: Option<Instant> = None;
+        let mut kept_alive_at = Instant::now();
+        // The incarnation of the consumer that delivered the batch, as far as this process
+        // knows: the one it last saw (a rewind since is found below).
+        let delivered_by = self.incarnation.clone();
+        let mut latest = self.incarnation.clone();
+        while !messages.is_empty() {
+            if let (Some(resume), true) = (self.resume, latest == delivered_by) {
+                let deliveries: Vec<Delivery> = messages.iter().map(delivery).collect();
+                if order::run_from(&deliveries, resume.next_delivery) == messages.len()
+                    && deliveries[0].stream_sequence > resume.stored_stream_sequence
+                {
+                    return self.store(messages).await;
+                }
+            }
+            let info = match consumer.get_info().await {
+                Ok(info) => info,
+                Err(error) => {
+                    // Unknown whether an older delivery is outstanding: not stored; the
+                    // batch stays outstanding, so opening the consumer again rewinds it.
+                    tracing::warn!(consumer = self.name(), %error, "reading the consumer's deliveries failed: opening it again");
+                    return Flow::Reopen;
+                }
+            };
+            latest = incarnation_of(info.config.description.as_deref());
+            let outstanding = Outstanding {
+                pending: info.num_ack_pending,
+                floor: info.ack_floor.consumer_sequence,
+                stream_floor: info.ack_floor.stream_sequence,
+                same_incarnation: delivered_by == latest,
+            };
+            if !outstanding.same_incarnation {
+                // Numbers of a series the server no longer keeps: this process must not
+                // take its next batch for the continuation of this one.
+                self.resume = None;
+            }
+            let deliveries: Vec<Delivery> = messages.iter().map(delivery).collect();
+            match order::judge(&deliveries, outstanding) {
+                Verdict::Store(ready) => {
+                    let rest = messages.split_off(ready.min(messages.len()));
+                    match self.store(messages).await {
+                        Flow::Go => {}
+                        other => return other,
+                    }
+                    if !outstanding.same_incarnation {
+                        self.resume = None;
+                    }
+                    messages = rest;
+                    waiting_since = None;
+                    continue;
+                }
+                Verdict::Stored => {
+                    // Delivered again by the rewound consumer and stored by whoever got
+                    // them: acknowledged so that the copies still pending there are done.
+                    acknowledge_stored(&messages).await;
+                    messages.clear();
+                    continue;
+                }
+                Verdict::Wait => {}
+            }
+            let since = *waiting_since.get_or_insert_with(|| {
+                tracing::debug!(
+                    consumer = self.name(),
+                    held = messages.len(),
+                    pending = outstanding.pending,
+                    "waiting for an older batch of the partition to be stored"
+                );
+                Instant::now()
+            });
+            if since.elapsed() >= ORDER_STALL {
+                tracing::warn!(
+                    consumer = self.name(),
+                    held = messages.len(),
+                    pending = outstanding.pending,
+                    "an older delivery of the partition is outstanding and was not stored in time \
+                     (lost with a pull, or held by a process that stopped): reopening the consumer \
+                     from the first message not acknowledged"
+                );
+                return Flow::Reopen;
+            }
+            if kept_alive_at.elapsed() >= self.config.ack_wait / 3 {
+                // Still this process's: JetStream must not hand them to another meanwhile.
+                acknowledge(&messages, AckKind::Progress).await;
+                kept_alive_at = Instant::now();
+            }
+            if !self.pause(ORDER_POLL).await {
+                return Flow::Stopped;
+            }
         }
-        Ok(messages)
+        // Later pulls come from the consumer as it is now.
+        self.incarnation = latest;
+        Flow::Go
     }
 
     /// Whether this service consumes the address of a subject.
@@ -257,14 +388,22 @@ impl Partition {
     /// message it believes is not this service's, and at least every [`REFRESH_WANTED`],
     /// it reads the service's subscriptions again, so a type that another process of the
     /// service subscribed to is stored, never dropped. `false` when stopped first.
-    async fn deliver(&mut self, messages: Vec<Message>) -> bool {
+    /// `Reopen` when they were handed back instead ([`Flow`]).
+    async fn store(&mut self, messages: Vec<Message>) -> Flow {
+        let last = messages.last().map(delivery);
+        self.resume = None;
         let stale = self
             .refreshed_at
             .is_none_or(|at| at.elapsed() >= REFRESH_WANTED);
         if (stale || !messages.iter().all(|m| self.wanted(m))) && !self.refresh_wanted().await {
-            // Unknown whether they are this service's: not acknowledged, redelivered.
+            // Unknown whether they are this service's: handed back, and the consumer opened
+            // again (rewound) so that they come back before any later message.
             acknowledge(&messages, AckKind::Nak(Some(MAX_PAUSE))).await;
-            return self.pause(MAX_PAUSE).await;
+            return if self.pause(MAX_PAUSE).await {
+                Flow::Reopen
+            } else {
+                Flow::Stopped
+            };
         }
         let (kept, skipped): (Vec<Message>, Vec<Message>) =
             messages.into_iter().partition(|m| self.wanted(m));
@@ -274,17 +413,21 @@ impl Partition {
                 skipped = skipped.len(),
                 "acknowledged messages of addresses this service does not consume"
             );
-            acknowledge(&skipped, AckKind::Ack).await;
         }
         if kept.is_empty() {
-            return true;
+            let confirmed = acknowledge_stored(&skipped).await;
+            self.resume = after(last, confirmed);
+            return Flow::Go;
         }
+        acknowledge(&skipped, AckKind::Ack).await;
         let bodies: Vec<&[u8]> = kept.iter().map(|m| m.payload.as_ref()).collect();
         let mut backoff = Backoff::new(MAX_PAUSE.min(self.config.ack_wait / 2));
         loop {
             match self.sink.accept(self.kind, &bodies).await {
                 Ok(report) => {
-                    acknowledge(&kept, AckKind::Ack).await;
+                    // The skipped ones were acknowledged before: confirmed with these.
+                    let confirmed = acknowledge_stored(&kept).await;
+                    self.resume = after(last, confirmed);
                     tracing::debug!(
                         consumer = self.name(),
                         received = kept.len(),
@@ -292,7 +435,7 @@ impl Partition {
                         duplicates = report.duplicates,
                         "stored and acknowledged"
                     );
-                    return true;
+                    return Flow::Go;
                 }
                 Err(error) => {
                     tracing::warn!(consumer = self.name(), messages = kept.len(), %error, "storing received messages failed: retrying the batch");
@@ -301,7 +444,7 @@ impl Partition {
                     if !self.pause(backoff.next()).await {
                         // Delivered again at once to the service's next process.
                         acknowledge(&kept, AckKind::Nak(None)).await;
-                        return false;
+                        return Flow::Stopped;
                     }
                 }
             }
@@ -309,18 +452,39 @@ impl Partition {
     }
 }
 
-/// Whether a pull ended with JetStream's `409 Exceeded MaxAckPending`: the client reports
-/// the status only as text.
-fn max_ack_pending_reached(error: &(dyn std::error::Error + Send + Sync)) -> bool {
-    error
-        .to_string()
-        .to_ascii_lowercase()
-        .contains("maxackpending")
+/// What one pull brought.
+struct Pulled {
+    /// The messages, in delivery order.
+    messages: Vec<Message>,
+    /// The pull ended with an error after some messages: later deliveries may be lost.
+    cut_short: bool,
 }
 
-/// Whether creating a consumer failed because its stream does not exist.
-fn stream_missing(error: &async_nats::jetstream::stream::ConsumerError) -> bool {
-    matches!(error.kind(), ConsumerErrorKind::JetStream(e) if e.error_code() == ErrorCode::STREAM_NOT_FOUND)
+/// What the partition loop does after a batch.
+enum Flow {
+    /// Pull again from the same consumer.
+    Go,
+    /// Open the consumer again before the next pull (rewinding it).
+    Reopen,
+    /// The subscription is stopping.
+    Stopped,
+}
+
+/// Where a message stands among the consumer's deliveries.
+fn delivery(message: &Message) -> Delivery {
+    message.info().map_or(Delivery::UNKNOWN, |info| Delivery {
+        consumer_sequence: info.consumer_sequence,
+        delivered: info.delivered,
+        stream_sequence: info.stream_sequence,
+    })
+}
+
+/// Whether a pull ended with JetStream's `409 Exceeded MaxAckPending` or
+/// `409 Exceeded MaxWaiting` (another process of the service holds the partition): the
+/// client reports the status only as text.
+fn partition_busy(error: &(dyn std::error::Error + Send + Sync)) -> bool {
+    let text = error.to_string().to_ascii_lowercase();
+    text.contains("maxackpending") || text.contains("maxwaiting")
 }
 
 /// Acknowledges messages (an acknowledgement that does not reach the server only means a
@@ -331,6 +495,46 @@ async fn acknowledge(messages: &[Message], kind: AckKind) {
             tracing::debug!(%error, subject = %message.subject, "acknowledgement not sent");
         }
     }
+}
+
+/// Acknowledges stored messages and waits (at most [`ACK_CONFIRM_WAIT`]) until the server
+/// has applied them: it applies a consumer's acknowledgements in the order they came, so
+/// its answer to the last one covers all. The next batch's look at the consumer's
+/// deliveries then sees these acknowledged, and does not wait for them.
+/// `true` once confirmed.
+async fn acknowledge_stored(messages: &[Message]) -> bool {
+    let Some((last, others)) = messages.split_last() else {
+        return false;
+    };
+    acknowledge(others, AckKind::Ack).await;
+    match tokio::time::timeout(ACK_CONFIRM_WAIT, last.double_ack()).await {
+        Ok(Ok(())) => true,
+        Ok(Err(error)) => {
+            tracing::debug!(%error, subject = %last.subject, "acknowledgement not confirmed");
+            false
+        }
+        Err(_) => {
+            tracing::debug!(subject = %last.subject, "acknowledgement not confirmed in time");
+            false
+        }
+    }
+}
+
+/// Where the partition stands after this process stored a batch (see [`Partition::resume`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Resume {
+    next_delivery: u64,
+    stored_stream_sequence: u64,
+}
+
+/// The [`Resume`] after `last`, the last stored delivery, when its acknowledgement (and
+/// so every earlier one) was `confirmed` and it was a first delivery.
+fn after(last: Option<Delivery>, confirmed: bool) -> Option<Resume> {
+    let last = last?;
+    (confirmed && last.delivered == 1 && last.consumer_sequence > 0).then(|| Resume {
+        next_delivery: last.consumer_sequence + 1,
+        stored_stream_sequence: last.stream_sequence,
+    })
 }
 
 /// Pauses from [`FIRST_PAUSE`] doubling up to a cap.
@@ -364,16 +568,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_full_partition_is_told_apart_from_a_failed_pull() {
-        // The text async-nats 0.51 gives a pull ended by `409 Exceeded MaxAckPending`.
-        let busy = std::io::Error::other(
-            "error while processing messages from the stream: 409, Some(\"Exceeded MaxAckPending\")",
-        );
-        assert!(max_ack_pending_reached(&busy));
-        let gone = std::io::Error::other(
-            "error while processing messages from the stream: 409, Some(\"Consumer Deleted\")",
-        );
-        assert!(!max_ack_pending_reached(&gone));
+    fn a_busy_partition_is_told_apart_from_a_failed_pull() {
+        // The texts async-nats 0.51 gives a pull ended by a `409` status.
+        let status = |what: &str| {
+            std::io::Error::other(format!(
+                "error while processing messages from the stream: 409, Some({what:?})"
+            ))
+        };
+        assert!(partition_busy(&status("Exceeded MaxAckPending")));
+        assert!(partition_busy(&status("Exceeded MaxWaiting")));
+        assert!(!partition_busy(&status("Consumer Deleted")));
     }
 
     #[test]
@@ -384,20 +588,5 @@ mod tests {
         backoff.reset();
         assert_eq!(backoff.next(), FIRST_PAUSE);
         assert_eq!(Backoff::new(Duration::ZERO).next(), FIRST_PAUSE);
-    }
-
-    #[test]
-    fn consumers_ack_explicitly_and_take_a_batch_at_a_time() {
-        let config = consumer_config(
-            "inventory_events_p0".into(),
-            "b.events.p0.>".into(),
-            Duration::from_secs(2),
-            50,
-        );
-        assert_eq!(config.max_ack_pending, 50);
-        assert_eq!(config.ack_policy, AckPolicy::Explicit);
-        assert_eq!(config.deliver_policy, DeliverPolicy::All);
-        assert_eq!(config.max_deliver, -1);
-        assert_eq!(config.durable_name.as_deref(), Some("inventory_events_p0"));
     }
 }

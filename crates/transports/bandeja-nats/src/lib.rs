@@ -1,9 +1,11 @@
 #![doc = include_str!("../README.md")]
 
 mod consume;
+mod consumer;
 mod error;
 mod names;
 mod options;
+mod order;
 mod publish;
 mod streams;
 mod transport;

@@ -16,7 +16,8 @@ use bandeja_core::MessageKind;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::consume::{consumer_config, Partition};
+use crate::consume::Partition;
+use crate::consumer::consumer_config;
 use crate::error::NatsError;
 use crate::names::Names;
 use crate::options::NatsOptions;
@@ -151,6 +152,8 @@ impl NatsTransport {
             addresses: addresses.clone(),
             wanted: addresses.as_ref().clone(),
             refreshed_at: None,
+            resume: None,
+            incarnation: None,
             kind,
             batch_size,
             fetch_wait: self.options.fetch_wait,
@@ -207,7 +210,7 @@ impl Transport for NatsTransport {
         let mut ready = Vec::with_capacity(usize::from(self.options.partitions));
         for partition in 0..self.options.partitions {
             let partition = self.partition(&request, partition, &addresses, &sink, &stop_rx);
-            let consumer = partition.ensure_consumer().await?;
+            let consumer = partition.open().await?;
             ready.push((partition, consumer));
         }
         let tasks = ready

@@ -4,56 +4,19 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use bandeja_conformance::fixtures::{fast_config, Ping};
+use bandeja_conformance::fixtures::Ping;
 use bandeja_core::store::{Inspect, RowView};
 use bandeja_core::testing::eventually;
-use bandeja_core::transport::{wire, Outgoing, Transport, TransportErrorKind};
-use bandeja_core::{
-    Bandeja, BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageKind,
-    MessageRecord, MessageStatus, Payload, Running,
-};
+use bandeja_core::transport::{wire, TransportErrorKind};
+use bandeja_core::{BoxKind, MessageKind, MessageStatus, Payload};
 use bandeja_nats::{NatsError, NatsOptions, NatsTransport, OptionsError};
 use bandeja_sqlite::SqliteStore;
 
+use common::inventory::{ping, publish_one, start_inventory, Seen, WAIT};
 use common::{fresh_store, namespace, options, Streams, URL};
-
-/// A publish deadline far enough away for any test.
-fn soon() -> bandeja_core::transport::Instant {
-    bandeja_core::transport::Instant::now() + Duration::from_secs(30)
-}
-
-const WAIT: Duration = Duration::from_secs(30);
-
-/// Records the ids of the pings it handled.
-#[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<MessageId>>>);
-
-impl Seen {
-    fn ids(&self) -> Vec<MessageId> {
-        self.0.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-}
-
-impl EventHandler<SqliteStore, Ping> for Seen {
-    async fn handle(
-        &self,
-        _ctx: &mut HandlerContext<'_, SqliteStore>,
-        event: Event<Ping>,
-    ) -> Result<(), HandlerError> {
-        if let Ok(mut seen) = self.0.lock() {
-            seen.push(event.id);
-        }
-        Ok(())
-    }
-}
-
-fn ping(n: u64) -> MessageRecord {
-    MessageRecord::from_event(&Event::new("Ping", "k", Ping { n })).expect("record")
-}
 
 /// Publishes bodies with the broker's own client, waiting for each acknowledgement.
 async fn publish_raw(subject: &str, bodies: Vec<Vec<u8>>) {
@@ -89,20 +52,6 @@ fn settled(rows: &[RowView]) -> bool {
             MessageStatus::Completed | MessageStatus::Failed
         )
     })
-}
-
-/// The `inventory` service on `store`, its `stock` subscriber recording into `seen`.
-async fn start_inventory(store: &SqliteStore, transport: &NatsTransport, seen: &Seen) -> Running {
-    Bandeja::builder(store.clone())
-        .config(fast_config())
-        .service("inventory")
-        .transport(Arc::new(transport.clone()))
-        .on_event::<Ping, _>("stock", seen.clone())
-        .build()
-        .expect("build")
-        .start()
-        .await
-        .expect("start")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -226,26 +175,6 @@ async fn invalid_options_are_refused_before_connecting() {
             other => panic!("{other:?}"),
         }
     }
-}
-
-/// Publishes one ping through the transport.
-async fn publish_one(
-    transport: &NatsTransport,
-    record: &MessageRecord,
-    partition: u16,
-    body: Vec<u8>,
-) -> Result<(), bandeja_core::transport::TransportError> {
-    let outgoing = Outgoing {
-        record,
-        address: &record.message_type,
-        partition,
-        body,
-    };
-    transport
-        .publish(MessageKind::Event, std::slice::from_ref(&outgoing), soon())
-        .await
-        .pop()
-        .expect("one result")
 }
 
 #[tokio::test]

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod inventory;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;

@@ -1,0 +1,118 @@
+//! Per-key order when several processes of one service pull the same NATS JetStream
+//! partitions (contract item 5), on `NATS_URL` (default `nats://127.0.0.1:4222`) under a
+//! stream prefix of its own (the streams are deleted afterwards).
+//!
+//! Two OS processes `a` and `b` of the service `fleet`, on one PostgreSQL schema, subscribe
+//! `audit` (100 ms a run) to `fleet.Noted`. A producer (service `fleet-producer`, another
+//! schema) emits 300 of them over 3 partition keys as fast as it can, so the outbox
+//! publishes them in bursts. Both processes pull every partition's durable consumer; a
+//! partition's messages come to whichever pull the server serves, and a process that
+//! stored its batch before the other stored an older one would put a later message of a
+//! key first in the inbox.
+//!
+//! Checked once nothing is live: every message ran once and committed once (see
+//! `common::fleet::Snapshot`), and for each key the runs, recorded outside the handler's
+//! transaction in the order they began, follow the emission order.
+//!
+//! The test fails when NATS is unreachable in CI (`CI=true`) and is skipped after a notice
+//! otherwise.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bandeja::Payload;
+use bandeja_scale_tests::fleet::Noted;
+use common::fleet::{args, nats_url, node, reach_nats, wait_settled, FleetDb, Route};
+
+/// Messages the producer emits.
+const MESSAGES: usize = 300;
+/// The longest the run may take to settle once the producer is done.
+const SETTLE: Duration = Duration::from_secs(90);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_sharing_nats_partitions_keep_each_key_in_order() {
+    let url = nats_url();
+    let prefix = format!("order{:08x}", rand::random::<u32>());
+    let Some(streams) = reach_nats(&url, &prefix).await else {
+        return;
+    };
+    let (Some(consumer_db), Some(producer_db)) =
+        (FleetDb::postgres().await, FleetDb::postgres().await)
+    else {
+        return;
+    };
+    let started = Instant::now();
+    let on = |db: &FleetDb, service: &str, extra: &[&str]| {
+        let mut flags = db.store_args();
+        flags.extend(args(&[
+            "--transport",
+            "nats",
+            "--broker-url",
+            &url,
+            "--prefix",
+            &prefix,
+            "--service",
+            service,
+        ]));
+        flags.extend(args(extra));
+        flags
+    };
+    let audit = ["--on-event", "audit:noted", "--slow", "audit=100"];
+    let mut a = node("a", &on(&consumer_db, "fleet", &audit));
+    let mut b = node("b", &on(&consumer_db, "fleet", &audit));
+    let count = format!("noted={MESSAGES}");
+    let mut producer = node(
+        "producer",
+        &on(
+            &producer_db,
+            "fleet-producer",
+            &["--emit", &count, "--emit-every", "0", "--keys", "3"],
+        ),
+    );
+    producer.expect_line("emitted", Duration::from_secs(120));
+    let routes = [Route::every(Noted::TYPE, "audit")];
+    let snapshot = wait_settled(&[&producer_db], &consumer_db, &routes, SETTLE).await;
+    let elapsed = started.elapsed();
+    producer.terminate().await;
+    a.terminate().await;
+    b.terminate().await;
+
+    assert_eq!(
+        snapshot.outbox.len(),
+        MESSAGES,
+        "every emission is in the outbox"
+    );
+    let problems = snapshot.problems(&routes);
+    assert!(problems.is_empty(), "{problems:#?}");
+    // Each run's key and emission number, in the order the runs began.
+    let runs: Vec<(String, i64)> = consumer_db
+        .rows(
+            "SELECT i.partition_key, CAST(i.payload ->> 'n' AS BIGINT) \
+               FROM {s}fleet_runs r JOIN {s}inbox_events i \
+                 ON CAST(i.id AS TEXT) = r.message_id AND i.subscriber = r.subscriber \
+              WHERE r.subscriber = 'audit' ORDER BY r.id",
+        )
+        .await;
+    assert_eq!(runs.len(), MESSAGES, "one run per message");
+    let mut last: std::collections::BTreeMap<&str, i64> = Default::default();
+    let mut out_of_order = Vec::new();
+    for (key, n) in &runs {
+        if let Some(before) = last.insert(key, *n) {
+            if before > *n {
+                out_of_order.push(format!("{key}: {n} ran after {before}"));
+            }
+        }
+    }
+    assert!(
+        out_of_order.is_empty(),
+        "each key handled in emission order: {} runs out of order: {out_of_order:?}",
+        out_of_order.len()
+    );
+    eprintln!(
+        "nats: {MESSAGES} messages over 3 keys, two processes of one service, settled in \
+         {elapsed:?} in emission order; runs per (subscriber, worker): {:?}",
+        snapshot.runs_by_worker()
+    );
+    drop(streams);
+}
