@@ -2,12 +2,14 @@
 //! partitions (contract item 5), on `NATS_URL` (default `nats://127.0.0.1:4222`) under a
 //! stream prefix of its own (the streams are deleted afterwards).
 //!
-//! Two OS processes `a` and `b` of the service `fleet`, on one PostgreSQL schema, subscribe
-//! `audit` (100 ms a run) to `fleet.Noted`. A producer (service `fleet-producer`, another
-//! schema) emits 300 of them over 3 partition keys as fast as it can, so the outbox
-//! publishes them in bursts. Both processes pull every partition's durable consumer; a
-//! partition's messages come to whichever pull the server serves, and a process that
-//! stored its batch before the other stored an older one would put a later message of a
+//! OS processes `a`, `b` and `c` of the service `fleet`, on one PostgreSQL schema,
+//! subscribe `audit` (100 ms a run) to `fleet.Noted`. A producer (service
+//! `fleet-producer`, another schema) emits 300 of them over 3 partition keys as fast as it
+//! can, so the outbox publishes them in bursts. `a` and `b` run from the start; `c` starts
+//! once a hundred have arrived, while the others hold batches (a process joining a running
+//! service, as in a rolling deploy or a scale-out). They all pull every partition's durable
+//! consumer; a partition's messages come to whichever pull the server serves, and a process
+//! that stored its batch before another stored an older one would put a later message of a
 //! key first in the inbox.
 //!
 //! Checked once nothing is live: every message ran once and committed once (see
@@ -70,6 +72,17 @@ async fn processes_sharing_nats_partitions_keep_each_key_in_order() {
             &["--emit", &count, "--emit-every", "0", "--keys", "3"],
         ),
     );
+    consumer_db
+        .wait_count(
+            "SELECT count(*) FROM {s}inbox_events",
+            100,
+            Duration::from_secs(60),
+        )
+        .await;
+    let mut c = node("c", &on(&consumer_db, "fleet", &audit));
+    let joined_at = consumer_db
+        .count("SELECT count(*) FROM {s}inbox_events")
+        .await;
     producer.expect_line("emitted", Duration::from_secs(120));
     let routes = [Route::every(Noted::TYPE, "audit")];
     let snapshot = wait_settled(&[&producer_db], &consumer_db, &routes, SETTLE).await;
@@ -77,6 +90,7 @@ async fn processes_sharing_nats_partitions_keep_each_key_in_order() {
     producer.terminate().await;
     a.terminate().await;
     b.terminate().await;
+    c.terminate().await;
 
     assert_eq!(
         snapshot.outbox.len(),
@@ -109,9 +123,14 @@ async fn processes_sharing_nats_partitions_keep_each_key_in_order() {
         "each key handled in emission order: {} runs out of order: {out_of_order:?}",
         out_of_order.len()
     );
+    assert!(
+        joined_at < i64::try_from(MESSAGES).unwrap_or(i64::MAX),
+        "c joined while messages were still arriving ({joined_at} received by then)"
+    );
     eprintln!(
-        "nats: {MESSAGES} messages over 3 keys, two processes of one service, settled in \
-         {elapsed:?} in emission order; runs per (subscriber, worker): {:?}",
+        "nats: {MESSAGES} messages over 3 keys, three processes of one service (c joined after \
+         {joined_at}), settled in {elapsed:?} in emission order; runs per (subscriber, \
+         worker): {:?}",
         snapshot.runs_by_worker()
     );
     drop(streams);

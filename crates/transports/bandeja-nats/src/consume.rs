@@ -3,8 +3,9 @@
 //! acknowledges them only once stored. A partition never stores a later message before an
 //! earlier one: a batch that could not be stored is retried, never skipped; a batch is
 //! stored only once every older delivery of the partition is ([`crate::order`]); and after
-//! a pull that may have lost deliveries the consumer is opened again, which rewinds it
-//! when deliveries are outstanding ([`crate::consumer`]).
+//! a pull that may have lost deliveries, a batch that waited too long for an older one, or
+//! empty pulls while deliveries stay outstanding, the consumer is opened again, which
+//! rewinds it when its acknowledgement floor does not move ([`crate::consumer`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use bandeja_core::MessageKind;
 use futures::StreamExt;
 use tokio::sync::watch;
 
-use crate::consumer::{incarnation, incarnation_of, Durable, Opened};
+use crate::consumer::{Durable, Opened};
 use crate::error::NatsError;
 use crate::names::address_token;
 use crate::order::{self, Delivery, Outstanding, Verdict};
@@ -28,9 +29,13 @@ const FIRST_PAUSE: Duration = Duration::from_millis(100);
 /// The longest pause between two tries: short, so consuming resumes about a second after
 /// an outage ends.
 const MAX_PAUSE: Duration = Duration::from_secs(1);
-/// The pause before pulling a partition again that another process of the service holds
-/// (its batch in flight): short, since that batch is being stored and acknowledged.
+/// The first pause before pulling a partition again that another process of the service
+/// holds (its pull, or its batch in flight), or after a pull the server ended at once
+/// with nothing; it doubles up to [`MAX_BUSY_PAUSE`] while that lasts.
 const BUSY_PAUSE: Duration = Duration::from_millis(20);
+/// The longest such pause: another process's idle pull holds the partition for its whole
+/// wait, and asking every 20 ms meanwhile would only load the server.
+const MAX_BUSY_PAUSE: Duration = Duration::from_millis(320);
 /// How often a consumer reads the service's subscribed addresses again even when every
 /// message it receives is wanted (so an address retired stops being stored).
 const REFRESH_WANTED: Duration = Duration::from_secs(10);
@@ -56,7 +61,7 @@ enum FetchError {
     Request(#[source] pull::BatchError),
     #[error("the server ended the pull: {0}")]
     Status(#[source] async_nats::Error),
-    #[error("the server did not answer the pull (consumer or stream missing?)")]
+    #[error("the server did not answer the pull in time (restarting, overloaded, or the consumer is gone)")]
     NoAnswer,
     /// Another process of the service holds the partition's in-flight messages
     /// (`max_ack_pending`) or its one pull request (`max_waiting`): nothing is wrong, the
@@ -86,10 +91,6 @@ pub(crate) struct Partition {
     /// that another process rewound meanwhile (its numbers start again at 1, its messages
     /// again at the floor).
     pub(crate) resume: Option<Resume>,
-    /// The incarnation of the consumer this process last opened (or saw): another process
-    /// that rewinds it creates it again, and a batch delivered before then is judged by
-    /// the stream floor alone ([`order::judge`]).
-    pub(crate) incarnation: Option<String>,
     pub(crate) kind: MessageKind,
     pub(crate) batch_size: usize,
     pub(crate) fetch_wait: Duration,
@@ -111,12 +112,14 @@ impl Partition {
             config: &self.config,
         };
         let (consumer, opened) = durable.open().await?;
-        if let Opened::Rewound { from } = opened {
+        if let Opened::Rewound { replaced, from } = opened {
             tracing::warn!(
-                consumer = self.name(),
+                consumer = consumer.cached_info().name,
+                replaced,
                 from_stream_sequence = from,
-                "deliveries were outstanding that no batch held: the consumer starts again from \
-                 the first message not acknowledged, in order (the inbox drops the copies)"
+                "deliveries stayed outstanding with the acknowledgement floor still: replaced the \
+                 consumer by one starting from the first message not acknowledged, in order (the \
+                 inbox drops the copies)"
             );
         }
         Ok(consumer)
@@ -139,9 +142,10 @@ impl Partition {
 
     /// Pulls and stores until stopped; survives outages of any length.
     pub(crate) async fn run(mut self, consumer: PullConsumer) {
-        self.incarnation = incarnation(&consumer);
         let mut consumer = Some(consumer);
         let mut backoff = Backoff::new(MAX_PAUSE);
+        let mut busy = Backoff::starting(BUSY_PAUSE, MAX_BUSY_PAUSE);
+        let mut idle = Idle::default();
         let mut backlog = false;
         while !self.stopped() {
             if consumer.is_none() {
@@ -150,10 +154,7 @@ impl Partition {
             let current = match consumer.take() {
                 Some(current) => current,
                 None => match self.open().await {
-                    Ok(current) => {
-                        self.incarnation = incarnation(&current);
-                        current
-                    }
+                    Ok(current) => current,
                     Err(error) => {
                         tracing::warn!(consumer = self.name(), %error, "opening the consumer again failed: retrying");
                         if !self.pause(backoff.next()).await {
@@ -172,13 +173,39 @@ impl Partition {
             } else {
                 self.fetch_wait
             };
+            let pulled_at = Instant::now();
             match self.fetch(&current, wait).await {
+                Ok(Pulled { messages, .. }) if messages.is_empty() => {
+                    backlog = false;
+                    backoff.reset();
+                    if idle.stuck(&current).await {
+                        tracing::warn!(
+                            consumer = self.name(),
+                            "deliveries stay outstanding with nothing arriving (a process holding \
+                             them stopped): opening the consumer again"
+                        );
+                        continue;
+                    }
+                    consumer = Some(current);
+                    // Ended at once (another process's pull is waiting): not asked again at once.
+                    let pause = if pulled_at.elapsed() < wait / 2 {
+                        busy.next()
+                    } else {
+                        busy.reset();
+                        Duration::ZERO
+                    };
+                    if !pause.is_zero() && !self.pause(pause).await {
+                        return;
+                    }
+                }
                 Ok(Pulled {
                     messages,
                     cut_short,
                 }) => {
-                    backlog = !messages.is_empty();
+                    backlog = true;
                     backoff.reset();
+                    busy.reset();
+                    idle = Idle::default();
                     match self.deliver(&current, messages).await {
                         // A pull cut short may have lost deliveries: the consumer is opened
                         // again (rewound if they are outstanding) before the next pull.
@@ -189,9 +216,9 @@ impl Partition {
                 }
                 Err(FetchError::Busy) => {
                     // Several processes of a service share the partition's consumer; the
-                    // one holding its in-flight batch acknowledges it soon.
+                    // one holding it is done soon.
                     consumer = Some(current);
-                    if !self.pause(BUSY_PAUSE).await {
+                    if !self.pause(busy.next()).await {
                         return;
                     }
                 }
@@ -263,63 +290,37 @@ impl Partition {
     async fn deliver(&mut self, consumer: &PullConsumer, mut messages: Vec<Message>) -> Flow {
         let mut waiting_since: Option<Instant> = None;
         let mut kept_alive_at = Instant::now();
-        // The incarnation of the consumer that delivered the batch, as far as this process
-        // knows: the one it last saw (a rewind since is found below).
-        let delivered_by = self.incarnation.clone();
-        let mut latest = self.incarnation.clone();
         while !messages.is_empty() {
-            if let (Some(resume), true) = (self.resume, latest == delivered_by) {
-                let deliveries: Vec<Delivery> = messages.iter().map(delivery).collect();
+            let deliveries: Vec<Delivery> = messages.iter().map(delivery).collect();
+            if let Some(resume) = self.resume {
                 if order::run_from(&deliveries, resume.next_delivery) == messages.len()
                     && deliveries[0].stream_sequence > resume.stored_stream_sequence
                 {
                     return self.store(messages).await;
                 }
             }
-            let info = match consumer.get_info().await {
-                Ok(info) => info,
+            let outstanding = match consumer.get_info().await {
+                Ok(info) => Outstanding {
+                    pending: info.num_ack_pending,
+                    floor: info.ack_floor.consumer_sequence,
+                },
                 Err(error) => {
-                    // Unknown whether an older delivery is outstanding: not stored; the
-                    // batch stays outstanding, so opening the consumer again rewinds it.
+                    // Unknown whether an older delivery is outstanding (or the consumer was
+                    // replaced by a newer generation): not stored, delivered again by the
+                    // consumer opened next.
                     tracing::warn!(consumer = self.name(), %error, "reading the consumer's deliveries failed: opening it again");
                     return Flow::Reopen;
                 }
             };
-            latest = incarnation_of(info.config.description.as_deref());
-            let outstanding = Outstanding {
-                pending: info.num_ack_pending,
-                floor: info.ack_floor.consumer_sequence,
-                stream_floor: info.ack_floor.stream_sequence,
-                same_incarnation: delivered_by == latest,
-            };
-            if !outstanding.same_incarnation {
-                // Numbers of a series the server no longer keeps: this process must not
-                // take its next batch for the continuation of this one.
-                self.resume = None;
-            }
-            let deliveries: Vec<Delivery> = messages.iter().map(delivery).collect();
-            match order::judge(&deliveries, outstanding) {
-                Verdict::Store(ready) => {
-                    let rest = messages.split_off(ready.min(messages.len()));
-                    match self.store(messages).await {
-                        Flow::Go => {}
-                        other => return other,
-                    }
-                    if !outstanding.same_incarnation {
-                        self.resume = None;
-                    }
-                    messages = rest;
-                    waiting_since = None;
-                    continue;
+            if let Verdict::Store(ready) = order::judge(&deliveries, outstanding) {
+                let rest = messages.split_off(ready.min(messages.len()));
+                match self.store(messages).await {
+                    Flow::Go => {}
+                    other => return other,
                 }
-                Verdict::Stored => {
-                    // Delivered again by the rewound consumer and stored by whoever got
-                    // them: acknowledged so that the copies still pending there are done.
-                    acknowledge_stored(&messages).await;
-                    messages.clear();
-                    continue;
-                }
-                Verdict::Wait => {}
+                messages = rest;
+                waiting_since = None;
+                continue;
             }
             let since = *waiting_since.get_or_insert_with(|| {
                 tracing::debug!(
@@ -350,8 +351,6 @@ impl Partition {
                 return Flow::Stopped;
             }
         }
-        // Later pulls come from the consumer as it is now.
-        self.incarnation = latest;
         Flow::Go
     }
 
@@ -387,7 +386,7 @@ impl Partition {
     /// acknowledges them; acknowledges the others at once. Before it acknowledges a
     /// message it believes is not this service's, and at least every [`REFRESH_WANTED`],
     /// it reads the service's subscriptions again, so a type that another process of the
-    /// service subscribed to is stored, never dropped. `false` when stopped first.
+    /// service subscribed to is stored, never dropped.
     /// `Reopen` when they were handed back instead ([`Flow`]).
     async fn store(&mut self, messages: Vec<Message>) -> Flow {
         let last = messages.last().map(delivery);
@@ -449,6 +448,33 @@ impl Partition {
                 }
             }
         }
+    }
+}
+
+/// Empty pulls in a row: every [`ORDER_STALL`] of them, whether deliveries stay outstanding
+/// with the acknowledgement floor where it was (a process that held them stopped; nothing
+/// else would bring them back before `ack_wait`).
+#[derive(Default)]
+struct Idle {
+    since: Option<Instant>,
+    floor: Option<u64>,
+}
+
+impl Idle {
+    /// Notes one more empty pull; `true` when the consumer should be opened again.
+    async fn stuck(&mut self, consumer: &PullConsumer) -> bool {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if since.elapsed() < ORDER_STALL {
+            return false;
+        }
+        self.since = Some(Instant::now());
+        let Ok(info) = consumer.get_info().await else {
+            return false;
+        };
+        let floor = (info.num_ack_pending > 0).then_some(info.ack_floor.stream_sequence);
+        let stuck = floor.is_some() && floor == self.floor;
+        self.floor = floor;
+        stuck
     }
 }
 
@@ -532,23 +558,28 @@ pub(crate) struct Resume {
 fn after(last: Option<Delivery>, confirmed: bool) -> Option<Resume> {
     let last = last?;
     (confirmed && last.delivered == 1 && last.consumer_sequence > 0).then(|| Resume {
-        next_delivery: last.consumer_sequence + 1,
+        next_delivery: last.consumer_sequence.saturating_add(1),
         stored_stream_sequence: last.stream_sequence,
     })
 }
 
 /// Pauses from [`FIRST_PAUSE`] doubling up to a cap.
 struct Backoff {
+    first: Duration,
     next: Duration,
     max: Duration,
 }
 
 impl Backoff {
     fn new(max: Duration) -> Self {
-        let max = max.max(FIRST_PAUSE);
+        Backoff::starting(FIRST_PAUSE, max)
+    }
+
+    fn starting(first: Duration, max: Duration) -> Self {
         Backoff {
-            next: FIRST_PAUSE,
-            max,
+            first,
+            next: first,
+            max: max.max(first),
         }
     }
 
@@ -559,7 +590,7 @@ impl Backoff {
     }
 
     fn reset(&mut self) {
-        self.next = FIRST_PAUSE;
+        self.next = self.first;
     }
 }
 

@@ -5,21 +5,29 @@
 //! (a pull whose answer never arrived: a broker restart, a dropped connection, a process
 //! killed with a batch in hand). A lost delivery stays outstanding until `ack_wait` runs
 //! out, and meanwhile the consumer hands out the *next* messages: storing those first
-//! would reorder a key. So a consumer is opened by [`open`]: when deliveries are
-//! outstanding that no batch of this process holds, it is *rewound*: deleted and created
-//! again from the first message not yet acknowledged (its acknowledgement floor, below
-//! which every message is stored). Everything after the floor is delivered again in
+//! would reorder a key. So a consumer is opened by [`Durable::open`]: when deliveries are
+//! outstanding and its acknowledgement floor (below which every message is stored) does
+//! not move for [`QUIET`], it is *rewound*: replaced by a new consumer that starts from
+//! the first message not acknowledged. Everything after the floor is delivered again in
 //! stream order; what was already stored is a copy the inbox drops.
 //!
-//! Each creation writes a fresh *incarnation* into the consumer's description (an update
-//! keeps it): a process holding a batch tells by it that another process rewound the
-//! consumer meanwhile (the server's `created` time is no use: it changes on a restart).
+//! A partition's consumer is therefore a series of *generations*, named
+//! `<base>_g<N>` (`<base>` alone for the one an older version created). The newest is
+//! the partition's; a rewind creates the next before it deletes the older ones, so there
+//! is always one to pull from, and a deleted generation's name is never used again: a
+//! batch, an acknowledgement or a delivery number of an older generation cannot be
+//! mistaken for the newest's (JetStream routes acknowledgements by consumer name).
+//! Two generations alive at once (two processes rewinding together, until the newest
+//! deletes the other) keep the order too: each starts at or below the first message not
+//! stored and stores in order, so the first copy of every message is stored after the
+//! messages before it.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_nats::jetstream::consumer::{pull, AckPolicy, DeliverPolicy, PullConsumer};
 use async_nats::jetstream::stream::{self, ConsumerErrorKind};
 use async_nats::jetstream::{Context, ErrorCode};
+use futures::TryStreamExt;
 
 use crate::error::NatsError;
 use crate::streams;
@@ -29,7 +37,17 @@ use crate::streams;
 /// [`crate::order`] needs to tell which batch is the oldest.
 pub(crate) const MAX_WAITING: i64 = 1;
 
-/// The configuration of a service's durable pull consumer on one partition.
+/// How long opening a consumer with deliveries outstanding waits for its acknowledgement
+/// floor to move (another process storing its batch) before it rewinds the consumer.
+pub(crate) const QUIET: Duration = Duration::from_secs(2);
+/// How often it looks meanwhile.
+const QUIET_POLL: Duration = Duration::from_millis(100);
+
+/// What marks a generation in a consumer name.
+const GENERATION_MARK: &str = "_g";
+
+/// The configuration of a service's durable pull consumer on one partition; its name is
+/// the partition's base name (a generation is named after it).
 pub(crate) fn consumer_config(
     name: String,
     filter: String,
@@ -50,35 +68,43 @@ pub(crate) fn consumer_config(
 }
 
 /// What opening a consumer did, for the log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Opened {
-    /// It did not exist: created.
+    /// The partition had none: created (delivering from the oldest message kept).
     Created,
-    /// It existed with nothing outstanding: updated to this configuration.
+    /// The newest generation, updated to this configuration.
     Kept,
-    /// Deliveries were outstanding, or a setting the server cannot update changed: created
-    /// again from this stream sequence.
-    Rewound { from: u64 },
+    /// Replaced by a new generation delivering from stream sequence `from`.
+    Rewound {
+        /// The generation replaced.
+        replaced: String,
+        /// The first stream sequence the new one delivers.
+        from: u64,
+    },
 }
 
-/// What precedes the incarnation in a consumer's description.
-const INCARNATION_MARK: &str = "bandeja incarnation ";
-
-/// The incarnation a consumer was created with (`None` for one an older version created).
-pub(crate) fn incarnation(consumer: &PullConsumer) -> Option<String> {
-    incarnation_of(consumer.cached_info().config.description.as_deref())
+/// The generation of `name` among `base`'s consumers: 0 for `base` itself.
+pub(crate) fn generation(base: &str, name: &str) -> Option<u64> {
+    if name == base {
+        return Some(0);
+    }
+    let digits = name.strip_prefix(base)?.strip_prefix(GENERATION_MARK)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
-/// The incarnation in a consumer description.
-pub(crate) fn incarnation_of(description: Option<&str>) -> Option<String> {
-    description?
-        .strip_prefix(INCARNATION_MARK)
-        .map(str::to_owned)
-}
-
-/// A description with a fresh incarnation.
-fn fresh_description() -> String {
-    format!("{INCARNATION_MARK}{}", uuid::Uuid::new_v4().simple())
+/// A generation number above `newest`: the time in milliseconds (so that a name is not
+/// used again even after every generation was deleted), or `newest + 1`.
+fn next_generation(newest: Option<u64>) -> u64 {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    match newest {
+        Some(newest) => now.max(newest.saturating_add(1)),
+        None => now,
+    }
 }
 
 /// One partition's durable consumer on its stream.
@@ -89,68 +115,148 @@ pub(crate) struct Durable<'a> {
 }
 
 impl Durable<'_> {
-    fn name(&self) -> &str {
+    /// The partition's base name.
+    fn base(&self) -> &str {
         self.config.durable_name.as_deref().unwrap_or("")
     }
 
-    fn error(&self, source: stream::ConsumerError) -> NatsError {
+    fn error(&self, consumer: &str, source: stream::ConsumerError) -> NatsError {
         NatsError::Consumer {
             stream: self.stream.name.clone(),
-            consumer: self.name().to_owned(),
+            consumer: consumer.to_owned(),
             source,
         }
     }
 
-    /// Opens the consumer: creates it, updates it, or rewinds it (see the module doc).
-    pub(crate) async fn open(&self) -> Result<(PullConsumer, Opened), NatsError> {
-        let existing = self
-            .jetstream
-            .get_consumer_from_stream::<pull::Config, _, _>(self.name(), &self.stream.name)
-            .await;
-        let existing = match existing {
-            Ok(existing) => existing,
-            Err(error) if not_found(&error) => {
-                let mut config = self.config.clone();
-                config.description = Some(fresh_description());
-                return Ok((self.create(config).await?, Opened::Created));
+    /// The partition's generations on the stream, oldest first.
+    async fn generations(&self) -> Result<Vec<(u64, String)>, NatsError> {
+        let names = match self.consumer_names().await {
+            Ok(names) => names,
+            Err(_) => {
+                // Perhaps a server that restarted without its store: the stream is declared
+                // again (a no-op when it exists), and the listing tried once more.
+                streams::declare(self.jetstream, self.stream.clone()).await?;
+                self.consumer_names()
+                    .await
+                    .map_err(|source| NatsError::Consumers {
+                        stream: self.stream.name.clone(),
+                        source,
+                    })?
             }
-            Err(error) => return Err(self.error(error)),
         };
-        let info = existing.cached_info();
-        if info.num_ack_pending == 0 && !needs_recreating(&info.config, self.config) {
-            // The start position and the incarnation are kept from the existing consumer.
-            let mut config = self.config.clone();
-            config.deliver_policy = info.config.deliver_policy;
-            config.description.clone_from(&info.config.description);
-            return Ok((self.create(config).await?, Opened::Kept));
-        }
-        let from = info.ack_floor.stream_sequence.saturating_add(1);
-        Ok((self.rewind(from).await?, Opened::Rewound { from }))
+        let mut generations: Vec<(u64, String)> = names
+            .into_iter()
+            .filter_map(|name| generation(self.base(), &name).map(|g| (g, name)))
+            .collect();
+        generations.sort();
+        Ok(generations)
     }
 
-    /// Deletes the consumer and creates it again, delivering from stream sequence `from`.
-    async fn rewind(&self, from: u64) -> Result<PullConsumer, NatsError> {
-        match self
+    /// The names of every consumer of the stream.
+    async fn consumer_names(&self) -> Result<Vec<String>, async_nats::Error> {
+        let stream = self.jetstream.get_stream_no_info(&self.stream.name).await?;
+        Ok(stream.consumer_names().try_collect().await?)
+    }
+
+    /// Opens the partition's newest generation: creates the first, updates it, or rewinds
+    /// it (see the module doc).
+    pub(crate) async fn open(&self) -> Result<(PullConsumer, Opened), NatsError> {
+        let generations = self.generations().await?;
+        let Some((newest, current)) = generations.last().cloned() else {
+            let name = self.name_of(next_generation(None));
+            let consumer = self.create(&name, DeliverPolicy::All).await?;
+            return Ok((consumer, Opened::Created));
+        };
+        let existing: PullConsumer = self
             .jetstream
-            .delete_consumer_from_stream(self.name(), &self.stream.name)
+            .get_consumer_from_stream(&current, &self.stream.name)
             .await
-        {
-            Ok(_) => {}
-            // Another process of the service rewound it first: create it again all the same.
-            Err(error) if not_found(&error) => {}
-            Err(error) => return Err(self.error(error)),
+            .map_err(|e| self.error(&current, e))?;
+        let info = existing.cached_info().clone();
+        let rewind = needs_recreating(&info.config, self.config)
+            || (info.num_ack_pending > 0 && !self.floor_moves(&existing, &info).await);
+        if rewind {
+            let from = info.ack_floor.stream_sequence.saturating_add(1);
+            let name = self.name_of(next_generation(Some(newest)));
+            let consumer = self
+                .create(
+                    &name,
+                    DeliverPolicy::ByStartSequence {
+                        start_sequence: from,
+                    },
+                )
+                .await?;
+            self.delete_all(&generations).await;
+            return Ok((
+                consumer,
+                Opened::Rewound {
+                    replaced: current,
+                    from,
+                },
+            ));
         }
-        let mut config = self.config.clone();
-        config.deliver_policy = DeliverPolicy::ByStartSequence {
-            start_sequence: from,
-        };
-        config.description = Some(fresh_description());
-        self.create(config).await
+        // The start position is kept from the existing consumer.
+        let consumer = self.create(&current, info.config.deliver_policy).await?;
+        // Leftovers of a rewind that stopped half-way.
+        self.delete_all(&generations[..generations.len() - 1]).await;
+        Ok((consumer, Opened::Kept))
     }
 
-    /// Creates (or updates) the consumer, declaring the stream again first when a server
-    /// restarted without its store.
-    async fn create(&self, config: pull::Config) -> Result<PullConsumer, NatsError> {
+    /// Whether the acknowledgement floor moves (or nothing is outstanding any more) within
+    /// [`QUIET`]: another process is storing what is outstanding. An answer that does not
+    /// come counts as no movement.
+    async fn floor_moves(
+        &self,
+        consumer: &PullConsumer,
+        first: &async_nats::jetstream::consumer::Info,
+    ) -> bool {
+        let until = tokio::time::Instant::now() + QUIET;
+        while tokio::time::Instant::now() < until {
+            tokio::time::sleep(QUIET_POLL).await;
+            match consumer.get_info().await {
+                Ok(now)
+                    if now.num_ack_pending == 0
+                        || now.ack_floor.stream_sequence > first.ack_floor.stream_sequence =>
+                {
+                    return true
+                }
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+        false
+    }
+
+    /// Deletes `generations` (errors only logged: a generation already deleted by another
+    /// process is what was wanted, and a leftover is deleted by the next opening).
+    async fn delete_all(&self, generations: &[(u64, String)]) {
+        for (_, name) in generations {
+            if let Err(error) = self
+                .jetstream
+                .delete_consumer_from_stream(name, &self.stream.name)
+                .await
+            {
+                if !not_found(&error) {
+                    tracing::debug!(consumer = %name, %error, "deleting an older generation failed");
+                }
+            }
+        }
+    }
+
+    fn name_of(&self, generation: u64) -> String {
+        format!("{}{GENERATION_MARK}{generation}", self.base())
+    }
+
+    /// Creates (or updates) the generation `name` delivering by `deliver_policy`,
+    /// declaring the stream again first when a server restarted without its store.
+    async fn create(
+        &self,
+        name: &str,
+        deliver_policy: DeliverPolicy,
+    ) -> Result<PullConsumer, NatsError> {
+        let mut config = self.config.clone();
+        config.durable_name = Some(name.to_owned());
+        config.deliver_policy = deliver_policy;
         let create = || {
             self.jetstream
                 .create_consumer_on_stream(config.clone(), self.stream.name.as_str())
@@ -162,7 +268,7 @@ impl Durable<'_> {
             }
             result => result,
         };
-        result.map_err(|source| self.error(source))
+        result.map_err(|source| self.error(name, source))
     }
 }
 
@@ -207,16 +313,31 @@ mod tests {
     }
 
     #[test]
-    fn an_incarnation_is_read_back_from_the_description_it_was_written_to() {
-        let description = fresh_description();
-        let incarnation = incarnation_of(Some(&description)).expect("an incarnation");
-        assert_eq!(incarnation.len(), 32);
-        assert_ne!(
-            incarnation_of(Some(&fresh_description())),
-            Some(incarnation)
+    fn generations_are_read_from_names_of_this_partition_only() {
+        let base = "inventory_events_p1";
+        assert_eq!(generation(base, "inventory_events_p1"), Some(0));
+        assert_eq!(
+            generation(base, "inventory_events_p1_g1764600000000"),
+            Some(1_764_600_000_000)
         );
-        assert_eq!(incarnation_of(Some("made by hand")), None);
-        assert_eq!(incarnation_of(None), None);
+        assert_eq!(generation(base, "inventory_events_p10"), None);
+        assert_eq!(generation(base, "inventory_events_p10_g5"), None);
+        assert_eq!(generation(base, "inventory_events_p1_g"), None);
+        assert_eq!(generation(base, "inventory_events_p1_gx"), None);
+        assert_eq!(generation(base, "billing_events_p1_g5"), None);
+        assert_eq!(
+            generation(base, "inventory_events_p1_g99999999999999999999999"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_new_generation_is_above_the_newest_even_with_a_clock_behind() {
+        let now = next_generation(None);
+        assert!(next_generation(Some(5)) >= now);
+        assert_eq!(next_generation(Some(u64::MAX - 1)), u64::MAX);
+        let ahead = now + 1_000_000;
+        assert_eq!(next_generation(Some(ahead)), ahead + 1);
     }
 
     #[test]

@@ -73,6 +73,15 @@ pub enum NatsError {
         #[source]
         source: ConsumerError,
     },
+    /// The consumers of a stream could not be listed (to find a partition's newest).
+    #[error("cannot list the consumers of the stream `{stream}`: {source}")]
+    Consumers {
+        /// The stream.
+        stream: String,
+        /// The client's error.
+        #[source]
+        source: async_nats::Error,
+    },
     /// A publish was not acknowledged.
     #[error("publish to `{subject}` not acknowledged: {source}")]
     Publish {
@@ -127,6 +136,7 @@ impl NatsError {
                 ConsumerErrorKind::InvalidName | ConsumerErrorKind::InvalidConsumerType => false,
                 _ => true,
             },
+            NatsError::Consumers { .. } => true,
             NatsError::Publish { source, .. } => !publish_refused(source),
         }
     }

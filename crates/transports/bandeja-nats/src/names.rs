@@ -4,8 +4,12 @@
 //! stream    <PREFIX>_EVENTS     subjects <prefix>.events.>
 //! stream    <PREFIX>_COMMANDS   subjects <prefix>.commands.>
 //! subject   <prefix>.<events|commands>.p<N>.<token(address)>
-//! consumer  <token(service)>_<events|commands>_p<N>   filter <prefix>.<events|commands>.p<N>.>
+//! consumer  <token(service)>_<events|commands>_p<N>_g<generation>
+//!           filter <prefix>.<events|commands>.p<N>.>
 //! ```
+//!
+//! A consumer's generation is added by [`crate::consumer`], which replaces a partition's
+//! consumer when it rewinds it.
 
 use bandeja_core::transport::routing::token;
 use bandeja_core::MessageKind;
@@ -55,7 +59,8 @@ impl Names {
         self.partition_prefix(kind, partition) + ">"
     }
 
-    /// The durable consumer of a service on one partition.
+    /// The base name of a service's durable consumers on one partition (each generation is
+    /// named after it).
     pub(crate) fn consumer(service: &str, kind: MessageKind, partition: u16) -> String {
         format!("{}_{}_p{partition}", token(service), Self::segment(kind))
     }

@@ -2,22 +2,17 @@
 //! the partition before an older one that another batch holds (another process of the
 //! service, or a delivery that was lost and is still outstanding).
 //!
-//! What the server says of the consumer decides it ([`Outstanding`]). For a batch the
-//! consumer delivered as it is now:
+//! What the server says of the consumer that delivered the batch decides it
+//! ([`Outstanding`]):
 //! - when every outstanding delivery is in the batch, nothing older is anywhere else;
 //! - otherwise the batch's first messages are the oldest outstanding ones when they are
 //!   first deliveries numbered right after the acknowledgement floor (JetStream numbers a
 //!   consumer's deliveries, and delivers new messages in stream order, and every delivery
 //!   at or below the floor is acknowledged, that is stored).
 //!
-//! A batch that an earlier incarnation of the consumer delivered (another process rewound
-//! it since, see [`crate::consumer`]) is numbered in a series the server no longer knows:
-//! only the stream floor counts for it (every message of the partition at or below it is
-//! stored, whichever incarnation delivered it). Its first message may be stored once
-//! everything before it is; once the floor passes its last message, all of it is stored.
-//!
 //! Anything else waits: the older batch is being stored and acknowledged, or it was lost,
-//! and the partition loop rewinds the consumer if the wait lasts.
+//! and the partition loop rewinds the consumer if the wait lasts (see [`crate::consumer`];
+//! a rewound consumer is a new one, so its numbers are never compared with the old one's).
 
 /// Where a received message stands among the consumer's deliveries (from its reply subject).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,11 +41,6 @@ pub(crate) struct Outstanding {
     pub(crate) pending: usize,
     /// The acknowledgement floor: every delivery numbered up to it is acknowledged.
     pub(crate) floor: u64,
-    /// The same floor as a stream sequence: every message of the partition up to it is
-    /// acknowledged.
-    pub(crate) stream_floor: u64,
-    /// Whether the consumer is the incarnation that delivered the batch.
-    pub(crate) same_incarnation: bool,
 }
 
 /// What to do with a held batch now.
@@ -58,29 +48,14 @@ pub(crate) struct Outstanding {
 pub(crate) enum Verdict {
     /// Store this many leading messages.
     Store(usize),
-    /// Every message of the batch is stored already (by whoever the consumer delivered it
-    /// to after a rewind): acknowledge it, store nothing.
-    Stored,
     /// Store nothing yet.
     Wait,
 }
 
 /// What to do now with `held`, a batch in delivery order, not acknowledged.
 pub(crate) fn judge(held: &[Delivery], outstanding: Outstanding) -> Verdict {
-    let (Some(first), Some(last)) = (held.first(), held.last()) else {
+    if held.is_empty() {
         return Verdict::Wait;
-    };
-    if !outstanding.same_incarnation {
-        let known = |d: &Delivery| d.stream_sequence > 0;
-        return if held.iter().all(known) && last.stream_sequence <= outstanding.stream_floor {
-            Verdict::Stored
-        } else if known(first)
-            && first.stream_sequence <= outstanding.stream_floor.saturating_add(1)
-        {
-            Verdict::Store(1)
-        } else {
-            Verdict::Wait
-        };
     }
     if outstanding.pending <= held.len() {
         return Verdict::Store(held.len());
@@ -97,10 +72,12 @@ pub(crate) fn judge(held: &[Delivery], outstanding: Outstanding) -> Verdict {
 /// server confirmed) may store such a run without asking the server: nothing was delivered
 /// in between, so nothing older is outstanding anywhere.
 pub(crate) fn run_from(held: &[Delivery], first: u64) -> usize {
+    let mut next = Some(first);
     held.iter()
-        .zip(first..)
-        .take_while(|(delivery, next)| {
-            delivery.delivered == 1 && delivery.consumer_sequence == *next
+        .take_while(|delivery| {
+            let continues = delivery.delivered == 1 && Some(delivery.consumer_sequence) == next;
+            next = next.and_then(|n| n.checked_add(1));
+            continues
         })
         .count()
 }
@@ -119,12 +96,7 @@ mod tests {
     }
 
     fn now(pending: usize, floor: u64) -> Outstanding {
-        Outstanding {
-            pending,
-            floor,
-            stream_floor: floor + 100,
-            same_incarnation: true,
-        }
+        Outstanding { pending, floor }
     }
 
     #[test]
@@ -172,23 +144,6 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_of_a_rewound_consumer_goes_by_the_stream_floor_alone() {
-        // Delivered by the consumer before another process rewound it: the new one's
-        // pending count and numbers say nothing of it.
-        let held = [first(11), first(12)]; // stream sequences 111, 112
-        let rewound = |stream_floor| Outstanding {
-            pending: 1,
-            floor: 10,
-            stream_floor,
-            same_incarnation: false,
-        };
-        assert_eq!(judge(&held, rewound(100)), Verdict::Wait);
-        assert_eq!(judge(&held, rewound(110)), Verdict::Store(1));
-        assert_eq!(judge(&held, rewound(112)), Verdict::Stored);
-        assert_eq!(judge(&[Delivery::UNKNOWN], rewound(500)), Verdict::Wait);
-    }
-
-    #[test]
     fn a_run_right_after_this_process_last_stored_delivery_needs_no_question() {
         assert_eq!(run_from(&[first(21), first(22), first(23)], 21), 3);
         // Something was delivered in between (to another process, or lost).
@@ -199,5 +154,12 @@ mod tests {
             stream_sequence: 9,
         };
         assert_eq!(run_from(&[first(21), redelivered], 21), 1);
+        // Numbers from the broker at the very end of the range do not overflow.
+        let last = Delivery {
+            consumer_sequence: u64::MAX,
+            delivered: 1,
+            stream_sequence: 1,
+        };
+        assert_eq!(run_from(&[last, last], u64::MAX), 1);
     }
 }

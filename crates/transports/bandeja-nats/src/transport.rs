@@ -153,7 +153,6 @@ impl NatsTransport {
             wanted: addresses.as_ref().clone(),
             refreshed_at: None,
             resume: None,
-            incarnation: None,
             kind,
             batch_size,
             fetch_wait: self.options.fetch_wait,

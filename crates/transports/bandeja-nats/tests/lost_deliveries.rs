@@ -12,7 +12,7 @@ use bandeja_core::MessageKind;
 use futures::StreamExt;
 
 use common::inventory::{ping, publish_one, start_inventory, Seen};
-use common::{fresh_store, namespace, options, Streams, URL};
+use common::{fresh_store, namespace, options, partition_consumer, Streams, URL};
 
 /// Longer than the test may take: a delivery left to expire would come back too late.
 const ACK_WAIT: Duration = Duration::from_secs(60);
@@ -41,9 +41,11 @@ async fn a_batch_a_killed_process_held_is_handled_before_the_messages_after_it()
             .await
             .expect("published");
     }
+    let stream = transport.stream(MessageKind::Event);
+    let name = partition_consumer(&stream, "inventory_events_p0").await;
     let client = async_nats::connect(URL).await.expect("connect");
     let consumer: PullConsumer = jetstream::new(client)
-        .get_consumer_from_stream("inventory_events_p0", transport.stream(MessageKind::Event))
+        .get_consumer_from_stream(&name, &stream)
         .await
         .expect("the service's consumer");
     let mut taken = consumer

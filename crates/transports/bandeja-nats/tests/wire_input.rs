@@ -16,7 +16,7 @@ use bandeja_nats::{NatsError, NatsOptions, NatsTransport, OptionsError};
 use bandeja_sqlite::SqliteStore;
 
 use common::inventory::{ping, publish_one, start_inventory, Seen, WAIT};
-use common::{fresh_store, namespace, options, Streams, URL};
+use common::{fresh_store, namespace, options, partition_consumer, Streams, URL};
 
 /// Publishes bodies with the broker's own client, waiting for each acknowledgement.
 async fn publish_raw(subject: &str, bodies: Vec<Vec<u8>>) {
@@ -231,9 +231,11 @@ async fn a_consumer_deleted_on_the_server_is_created_again() {
     })
     .await;
 
+    let stream = transport.stream(MessageKind::Event);
+    let name = partition_consumer(&stream, "inventory_events_p0").await;
     let client = async_nats::connect(URL).await.expect("connect");
     jetstream::new(client)
-        .delete_consumer_from_stream("inventory_events_p0", transport.stream(MessageKind::Event))
+        .delete_consumer_from_stream(&name, &stream)
         .await
         .expect("delete the consumer");
     let second = ping(2);

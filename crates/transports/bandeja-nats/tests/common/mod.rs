@@ -139,3 +139,30 @@ impl Transport for Guarded {
         self.inner.subscribe(request, sink).await
     }
 }
+
+/// The name of the consumer generation a partition is consumed from now: `base`, or the
+/// newest `base_g<N>` (the transport replaces a partition's consumer when it rewinds it).
+pub(crate) async fn partition_consumer(stream: &str, base: &str) -> String {
+    use futures::TryStreamExt;
+    let client = async_nats::connect(URL).await.expect("connect");
+    let names: Vec<String> = async_nats::jetstream::new(client)
+        .get_stream_no_info(stream)
+        .await
+        .expect("the stream")
+        .consumer_names()
+        .try_collect()
+        .await
+        .expect("the stream's consumers");
+    let generation = |name: &String| -> Option<u64> {
+        if name == base {
+            return Some(0);
+        }
+        name.strip_prefix(base)?.strip_prefix("_g")?.parse().ok()
+    };
+    names
+        .iter()
+        .filter_map(|name| generation(name).map(|g| (g, name.clone())))
+        .max()
+        .map(|(_, name)| name)
+        .unwrap_or_else(|| panic!("no consumer of {base} on {stream}: {names:?}"))
+}
