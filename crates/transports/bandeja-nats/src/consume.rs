@@ -63,9 +63,10 @@ enum FetchError {
     Status(#[source] async_nats::Error),
     #[error("the server did not answer the pull in time (restarting, overloaded, or the consumer is gone)")]
     NoAnswer,
-    /// Another process of the service holds the partition's in-flight messages
-    /// (`max_ack_pending`) or its one pull request (`max_waiting`): nothing is wrong, the
-    /// partition is busy.
+    /// Another process of the service holds the partition's one pull request
+    /// (`409 Exceeded MaxWaiting`; later servers also say `Exceeded MaxAckPending` when its
+    /// in-flight messages fill the consumer, where 2.9 lets the pull wait): nothing is
+    /// wrong, the partition is busy.
     #[error("another process holds the partition's messages in flight")]
     Busy,
 }
@@ -111,7 +112,15 @@ impl Partition {
             stream: &self.stream,
             config: &self.config,
         };
-        let (consumer, opened) = durable.open().await?;
+        // Replaced by another process while being opened: the newest is opened (a few
+        // times at most; the loop's backoff takes over after that).
+        let mut tries = 0;
+        let (consumer, opened) = loop {
+            match durable.open().await {
+                Err(NatsError::Superseded { .. }) if tries < 3 => tries += 1,
+                other => break other?,
+            }
+        };
         if let Opened::Rewound { replaced, from } = opened {
             tracing::warn!(
                 consumer = consumer.cached_info().name,
@@ -150,6 +159,7 @@ impl Partition {
         while !self.stopped() {
             if consumer.is_none() {
                 self.resume = None;
+                idle = Idle::default();
             }
             let current = match consumer.take() {
                 Some(current) => current,
@@ -314,6 +324,9 @@ impl Partition {
             };
             if let Verdict::Store(ready) = order::judge(&deliveries, outstanding) {
                 let rest = messages.split_off(ready.min(messages.len()));
+                // A redelivery can come in the middle of a pull (the server serves its
+                // redeliveries first whenever one is due): stored in stream order.
+                messages.sort_by_key(|m| delivery(m).stream_sequence);
                 match self.store(messages).await {
                     Flow::Go => {}
                     other => return other,
@@ -340,6 +353,8 @@ impl Partition {
                      (lost with a pull, or held by a process that stopped): reopening the consumer \
                      from the first message not acknowledged"
                 );
+                // Handed back: delivered again before anything newer if the consumer is kept.
+                acknowledge(&messages, AckKind::Nak(None)).await;
                 return Flow::Reopen;
             }
             if kept_alive_at.elapsed() >= self.config.ack_wait / 3 {
@@ -348,6 +363,7 @@ impl Partition {
                 kept_alive_at = Instant::now();
             }
             if !self.pause(ORDER_POLL).await {
+                acknowledge(&messages, AckKind::Nak(None)).await;
                 return Flow::Stopped;
             }
         }

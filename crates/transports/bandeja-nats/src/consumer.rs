@@ -17,10 +17,10 @@
 //! is always one to pull from, and a deleted generation's name is never used again: a
 //! batch, an acknowledgement or a delivery number of an older generation cannot be
 //! mistaken for the newest's (JetStream routes acknowledgements by consumer name).
-//! Two generations alive at once (two processes rewinding together, until the newest
-//! deletes the other) keep the order too: each starts at or below the first message not
-//! stored and stores in order, so the first copy of every message is stored after the
-//! messages before it.
+//! Two generations alive at once (two processes creating one at the same time: after
+//! creating, each reads the listing again and the one not newest deletes its own) keep the
+//! order too meanwhile: each starts at or below the first message not stored and stores in
+//! order, so the first copy of every message is stored after the messages before it.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -72,7 +72,7 @@ pub(crate) fn consumer_config(
 pub(crate) enum Opened {
     /// The partition had none: created (delivering from the oldest message kept).
     Created,
-    /// The newest generation, updated to this configuration.
+    /// The newest generation, as it was.
     Kept,
     /// Replaced by a new generation delivering from stream sequence `from`.
     Rewound {
@@ -158,58 +158,92 @@ impl Durable<'_> {
         Ok(stream.consumer_names().try_collect().await?)
     }
 
-    /// Opens the partition's newest generation: creates the first, updates it, or rewinds
-    /// it (see the module doc).
+    /// Opens the partition's newest generation: creates the first, keeps it, or rewinds it
+    /// (see the module doc). A consumer is only ever created under a fresh name: a change
+    /// of its settings is a rewind too, since updating a name that another process deletes
+    /// meanwhile would create it again (the server's create and update are one request).
+    /// [`NatsError::Superseded`] when another process replaced it meanwhile: open again.
     pub(crate) async fn open(&self) -> Result<(PullConsumer, Opened), NatsError> {
         let generations = self.generations().await?;
         let Some((newest, current)) = generations.last().cloned() else {
             let name = self.name_of(next_generation(None));
             let consumer = self.create(&name, DeliverPolicy::All).await?;
+            self.settle(&name).await?;
             return Ok((consumer, Opened::Created));
         };
-        let existing: PullConsumer = self
+        let existing: PullConsumer = match self
             .jetstream
             .get_consumer_from_stream(&current, &self.stream.name)
             .await
-            .map_err(|e| self.error(&current, e))?;
+        {
+            Ok(existing) => existing,
+            Err(error) if not_found(&error) => {
+                return Err(NatsError::Superseded { consumer: current })
+            }
+            Err(error) => return Err(self.error(&current, error)),
+        };
         let info = existing.cached_info().clone();
-        let rewind = needs_recreating(&info.config, self.config)
-            || (info.num_ack_pending > 0 && !self.floor_moves(&existing, &info).await);
-        if rewind {
-            let from = info.ack_floor.stream_sequence.saturating_add(1);
-            let name = self.name_of(next_generation(Some(newest)));
-            let consumer = self
-                .create(
-                    &name,
-                    DeliverPolicy::ByStartSequence {
-                        start_sequence: from,
-                    },
-                )
-                .await?;
-            self.delete_all(&generations).await;
-            return Ok((
-                consumer,
-                Opened::Rewound {
-                    replaced: current,
-                    from,
-                },
-            ));
+        let rewind = if needs_recreating(&info.config, self.config)
+            || needs_updating(&info.config, self.config)
+        {
+            true
+        } else if info.num_ack_pending > 0 {
+            match self.floor_moves(&existing, &info).await {
+                Floor::Moves => false,
+                Floor::Still => true,
+                Floor::Gone => return Err(NatsError::Superseded { consumer: current }),
+            }
+        } else {
+            false
+        };
+        if !rewind {
+            // Leftovers of a rewind that stopped half-way.
+            self.delete_all(&generations[..generations.len() - 1]).await;
+            return Ok((existing, Opened::Kept));
         }
-        // The start position is kept from the existing consumer.
-        let consumer = self.create(&current, info.config.deliver_policy).await?;
-        // Leftovers of a rewind that stopped half-way.
-        self.delete_all(&generations[..generations.len() - 1]).await;
-        Ok((consumer, Opened::Kept))
+        let from = info.ack_floor.stream_sequence.saturating_add(1);
+        let name = self.name_of(next_generation(Some(newest)));
+        let consumer = self
+            .create(
+                &name,
+                DeliverPolicy::ByStartSequence {
+                    start_sequence: from,
+                },
+            )
+            .await?;
+        self.settle(&name).await?;
+        Ok((
+            consumer,
+            Opened::Rewound {
+                replaced: current,
+                from,
+            },
+        ))
+    }
+
+    /// After creating the generation `name`: deletes every other when it is the newest;
+    /// otherwise (another process created a newer one at the same time) deletes it and
+    /// answers [`NatsError::Superseded`], so that every process ends on the newest.
+    async fn settle(&self, name: &str) -> Result<(), NatsError> {
+        let generations = self.generations().await?;
+        let newest = generations.last().map(|(_, newest)| newest.as_str());
+        if newest == Some(name) {
+            self.delete_all(&generations[..generations.len() - 1]).await;
+            return Ok(());
+        }
+        self.delete_all(&[(0, name.to_owned())]).await;
+        Err(NatsError::Superseded {
+            consumer: name.to_owned(),
+        })
     }
 
     /// Whether the acknowledgement floor moves (or nothing is outstanding any more) within
-    /// [`QUIET`]: another process is storing what is outstanding. An answer that does not
-    /// come counts as no movement.
+    /// [`QUIET`]: another process is storing what is outstanding.
     async fn floor_moves(
         &self,
         consumer: &PullConsumer,
         first: &async_nats::jetstream::consumer::Info,
-    ) -> bool {
+    ) -> Floor {
         let until = tokio::time::Instant::now() + QUIET;
         while tokio::time::Instant::now() < until {
             tokio::time::sleep(QUIET_POLL).await;
@@ -218,13 +252,15 @@ impl Durable<'_> {
                     if now.num_ack_pending == 0
                         || now.ack_floor.stream_sequence > first.ack_floor.stream_sequence =>
                 {
-                    return true
+                    return Floor::Moves
                 }
                 Ok(_) => {}
-                Err(_) => return false,
+                // Deleted (replaced by another process), or the server is away: the listing
+                // is read again rather than a generation created on a guess.
+                Err(_) => return Floor::Gone,
             }
         }
-        false
+        Floor::Still
     }
 
     /// Deletes `generations` (errors only logged: a generation already deleted by another
@@ -270,6 +306,27 @@ impl Durable<'_> {
         };
         result.map_err(|source| self.error(name, source))
     }
+}
+
+/// What a consumer's acknowledgement floor did while it was watched.
+enum Floor {
+    /// It moved, or nothing is outstanding any more.
+    Moves,
+    /// It stayed where it was.
+    Still,
+    /// The consumer could not be read (deleted, or the server away).
+    Gone,
+}
+
+/// Whether an existing consumer differs from `wanted` in a setting an update changes.
+fn needs_updating(
+    existing: &async_nats::jetstream::consumer::Config,
+    wanted: &pull::Config,
+) -> bool {
+    existing.ack_wait != wanted.ack_wait
+        || existing.max_ack_pending != wanted.max_ack_pending
+        || existing.max_deliver != wanted.max_deliver
+        || existing.filter_subject != wanted.filter_subject
 }
 
 /// Whether an existing consumer differs from `wanted` in a setting JetStream does not let
@@ -361,5 +418,29 @@ mod tests {
         existing.max_waiting = 1;
         existing.deliver_policy = DeliverPolicy::ByStartSequence { start_sequence: 7 };
         assert!(!needs_recreating(&existing, &wanted));
+    }
+
+    #[test]
+    fn a_consumer_is_updated_only_when_a_setting_changed() {
+        let wanted = consumer_config(
+            "c".into(),
+            "b.events.p0.>".into(),
+            Duration::from_secs(2),
+            50,
+        );
+        let mut existing = async_nats::jetstream::consumer::Config {
+            durable_name: Some("c_g7".into()),
+            filter_subject: "b.events.p0.>".into(),
+            ack_policy: AckPolicy::Explicit,
+            ack_wait: Duration::from_secs(2),
+            max_ack_pending: 50,
+            max_waiting: 1,
+            max_deliver: -1,
+            deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: 7 },
+            ..Default::default()
+        };
+        assert!(!needs_updating(&existing, &wanted));
+        existing.ack_wait = Duration::from_secs(30);
+        assert!(needs_updating(&existing, &wanted));
     }
 }

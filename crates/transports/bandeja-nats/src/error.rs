@@ -82,6 +82,13 @@ pub enum NatsError {
         #[source]
         source: async_nats::Error,
     },
+    /// A partition's consumer was replaced by a newer generation while it was being
+    /// opened (another process rewound it): opened again.
+    #[error("the consumer `{consumer}` was replaced by a newer generation while it was being opened: opening the newest")]
+    Superseded {
+        /// The replaced consumer.
+        consumer: String,
+    },
     /// A publish was not acknowledged.
     #[error("publish to `{subject}` not acknowledged: {source}")]
     Publish {
@@ -136,7 +143,7 @@ impl NatsError {
                 ConsumerErrorKind::InvalidName | ConsumerErrorKind::InvalidConsumerType => false,
                 _ => true,
             },
-            NatsError::Consumers { .. } => true,
+            NatsError::Consumers { .. } | NatsError::Superseded { .. } => true,
             NatsError::Publish { source, .. } => !publish_refused(source),
         }
     }

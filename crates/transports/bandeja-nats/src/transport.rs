@@ -206,12 +206,13 @@ impl Transport for NatsTransport {
         let (stop, stop_rx) = watch::channel(false);
         let addresses: Arc<HashSet<String>> =
             Arc::new(request.addresses.iter().map(|a| token(a)).collect());
-        let mut ready = Vec::with_capacity(usize::from(self.options.partitions));
-        for partition in 0..self.options.partitions {
-            let partition = self.partition(&request, partition, &addresses, &sink, &stop_rx);
-            let consumer = partition.open().await?;
-            ready.push((partition, consumer));
-        }
+        // Opened together: opening one may watch its floor for a while.
+        let partitions: Vec<Partition> = (0..self.options.partitions)
+            .map(|partition| self.partition(&request, partition, &addresses, &sink, &stop_rx))
+            .collect();
+        let consumers =
+            futures::future::try_join_all(partitions.iter().map(Partition::open)).await?;
+        let ready: Vec<_> = partitions.into_iter().zip(consumers).collect();
         let tasks = ready
             .into_iter()
             .map(|(partition, consumer)| tokio::spawn(partition.run(consumer)))
