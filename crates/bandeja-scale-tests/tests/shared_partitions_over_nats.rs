@@ -16,6 +16,10 @@
 //! `common::fleet::Snapshot`), and for each key the runs, recorded outside the handler's
 //! transaction in the order they began, follow the emission order.
 //!
+//! The second test kills `a` (`SIGKILL`) once half the messages have arrived, with the
+//! batches and the inbox rows it holds: another process runs what it had in hand again
+//! (at least once), every message is still applied once, and the order holds.
+//!
 //! The test fails when NATS is unreachable in CI (`CI=true`) and is skipped after a notice
 //! otherwise.
 
@@ -34,6 +38,27 @@ const SETTLE: Duration = Duration::from_secs(90);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn processes_sharing_nats_partitions_keep_each_key_in_order() {
+    run(Kill::None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_killed_while_sharing_nats_partitions_loses_no_order() {
+    run(Kill::A).await;
+}
+
+/// Whether a consumer process is killed in the middle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kill {
+    None,
+    A,
+}
+
+/// One broker test at a time: together their processes would hold too many of the
+/// PostgreSQL server's connections.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn run(kill: Kill) {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let url = nats_url();
     let prefix = format!("order{:08x}", rand::random::<u32>());
     let Some(streams) = reach_nats(&url, &prefix).await else {
@@ -61,7 +86,7 @@ async fn processes_sharing_nats_partitions_keep_each_key_in_order() {
         flags
     };
     let audit = ["--on-event", "audit:noted", "--slow", "audit=100"];
-    let mut a = node("a", &on(&consumer_db, "fleet", &audit));
+    let a = node("a", &on(&consumer_db, "fleet", &audit));
     let mut b = node("b", &on(&consumer_db, "fleet", &audit));
     let count = format!("noted={MESSAGES}");
     let mut producer = node(
@@ -83,12 +108,29 @@ async fn processes_sharing_nats_partitions_keep_each_key_in_order() {
     let joined_at = consumer_db
         .count("SELECT count(*) FROM {s}inbox_events")
         .await;
+    let killed = if kill == Kill::A {
+        let half = i64::try_from(MESSAGES / 2).unwrap_or(i64::MAX);
+        consumer_db
+            .wait_count(
+                "SELECT count(*) FROM {s}inbox_events",
+                half,
+                Duration::from_secs(60),
+            )
+            .await;
+        // Dropping a running node kills it with SIGKILL.
+        drop(a);
+        None
+    } else {
+        Some(a)
+    };
     producer.expect_line("emitted", Duration::from_secs(120));
     let routes = [Route::every(Noted::TYPE, "audit")];
     let snapshot = wait_settled(&[&producer_db], &consumer_db, &routes, SETTLE).await;
     let elapsed = started.elapsed();
     producer.terminate().await;
-    a.terminate().await;
+    if let Some(mut a) = killed {
+        a.terminate().await;
+    }
     b.terminate().await;
     c.terminate().await;
 
@@ -97,7 +139,10 @@ async fn processes_sharing_nats_partitions_keep_each_key_in_order() {
         MESSAGES,
         "every emission is in the outbox"
     );
-    let problems = snapshot.problems(&routes);
+    let problems = match kill {
+        Kill::None => snapshot.problems(&routes),
+        Kill::A => snapshot.problems_after_a_kill(&routes),
+    };
     assert!(problems.is_empty(), "{problems:#?}");
     // Each run's key and emission number, in the order the runs began.
     let runs: Vec<(String, i64)> = consumer_db
@@ -108,7 +153,9 @@ async fn processes_sharing_nats_partitions_keep_each_key_in_order() {
               WHERE r.subscriber = 'audit' ORDER BY r.id",
         )
         .await;
-    assert_eq!(runs.len(), MESSAGES, "one run per message");
+    if kill == Kill::None {
+        assert_eq!(runs.len(), MESSAGES, "one run per message");
+    }
     let mut last: std::collections::BTreeMap<&str, i64> = Default::default();
     let mut out_of_order = Vec::new();
     for (key, n) in &runs {
@@ -129,8 +176,8 @@ async fn processes_sharing_nats_partitions_keep_each_key_in_order() {
     );
     eprintln!(
         "nats: {MESSAGES} messages over 3 keys, three processes of one service (c joined after \
-         {joined_at}), settled in {elapsed:?} in emission order; runs per (subscriber, \
-         worker): {:?}",
+         {joined_at}; kill: {kill:?}), settled in {elapsed:?} in emission order; runs per \
+         (subscriber, worker): {:?}",
         snapshot.runs_by_worker()
     );
     drop(streams);
