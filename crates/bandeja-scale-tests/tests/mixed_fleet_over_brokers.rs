@@ -34,7 +34,8 @@ use std::time::{Duration, Instant};
 use bandeja::Payload;
 use bandeja_scale_tests::fleet::{Charged, Noted, Refund, Ship};
 use common::fleet::{
-    amqp_url, args, nats_url, node, reach_amqp, reach_nats, wait_settled, FleetDb, Route,
+    amqp_url, args, broker_node_flags, nats_url, node, reach_amqp, reach_nats, wait_settled,
+    FleetDb, Route,
 };
 
 /// The longest the run may take to settle once the producer is done.
@@ -72,19 +73,14 @@ async fn one_service_two_versions(broker: Broker) {
     };
     let started = Instant::now();
     let on = |db: &FleetDb, service: &str, extra: &[&str]| {
-        let mut flags = db.store_args();
-        flags.extend(args(&[
-            "--transport",
+        let mut flags = broker_node_flags(
+            db,
             broker.transport,
-            "--broker-url",
             &broker.url,
-            "--prefix",
             &prefix,
-            "--service",
             service,
-            "--command-target",
-            "fleet",
-        ]));
+            &["--command-target", "fleet"],
+        );
         flags.extend(args(extra));
         flags
     };

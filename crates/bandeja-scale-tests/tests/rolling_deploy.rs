@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use bandeja::Payload;
 use bandeja_scale_tests::fleet::{Noted, Refund, Ship};
-use common::fleet::{args, nats_url, node, reach_nats, wait_settled, FleetDb, Route};
+use common::fleet::{args, broker_flags, nats_url, node, reach_nats, wait_settled, FleetDb, Route};
 use common::pair::Service;
 
 /// `fleet.Noted` and `fleet.Ship` emitted by the emitter, each.
@@ -64,18 +64,11 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 fn transport_flags(nats: Option<(&str, &str)>, service: &str) -> Vec<String> {
     match nats {
         None => Vec::new(),
-        Some((url, prefix)) => args(&[
-            "--transport",
-            "nats",
-            "--broker-url",
-            url,
-            "--prefix",
-            prefix,
-            "--service",
-            service,
-            "--command-target",
-            "fleet",
-        ]),
+        Some((url, prefix)) => {
+            let mut flags = broker_flags("nats", url, prefix, service);
+            flags.extend(args(&["--command-target", "fleet"]));
+            flags
+        }
     }
 }
 

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use bandeja::Payload;
 use bandeja_scale_tests::fleet::Noted;
-use common::fleet::{args, nats_url, node, reach_nats, wait_settled, FleetDb, Route};
+use common::fleet::{broker_node_flags, nats_url, node, reach_nats, wait_settled, FleetDb, Route};
 
 /// Messages the producer emits.
 const MESSAGES: usize = 300;
@@ -71,19 +71,7 @@ async fn run(kill: Kill) {
     };
     let started = Instant::now();
     let on = |db: &FleetDb, service: &str, extra: &[&str]| {
-        let mut flags = db.store_args();
-        flags.extend(args(&[
-            "--transport",
-            "nats",
-            "--broker-url",
-            &url,
-            "--prefix",
-            &prefix,
-            "--service",
-            service,
-        ]));
-        flags.extend(args(extra));
-        flags
+        broker_node_flags(db, "nats", &url, &prefix, service, extra)
     };
     let audit = ["--on-event", "audit:noted", "--slow", "audit=100"];
     let a = node("a", &on(&consumer_db, "fleet", &audit));

@@ -581,6 +581,37 @@ pub(crate) fn node(name: &str, args: &[String]) -> Service {
     Service::spawn(NODE, name, &all, &[])
 }
 
+/// The `fleet-node` flags of a process of `service` over a broker (`nats` or `amqp`) at
+/// `url` under `prefix`.
+pub(crate) fn broker_flags(transport: &str, url: &str, prefix: &str, service: &str) -> Vec<String> {
+    args(&[
+        "--transport",
+        transport,
+        "--broker-url",
+        url,
+        "--prefix",
+        prefix,
+        "--service",
+        service,
+    ])
+}
+
+/// The `fleet-node` flags of a process of `service` on `db` over a broker
+/// ([`broker_flags`]), then `extra`.
+pub(crate) fn broker_node_flags(
+    db: &FleetDb,
+    transport: &str,
+    url: &str,
+    prefix: &str,
+    service: &str,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut flags = db.store_args();
+    flags.extend(broker_flags(transport, url, prefix, service));
+    flags.extend(args(extra));
+    flags
+}
+
 /// `args` as owned strings.
 pub(crate) fn args(items: &[&str]) -> Vec<String> {
     strings(items)

@@ -397,38 +397,15 @@ mod tests {
         assert_eq!(next_generation(Some(ahead)), ahead + 1);
     }
 
-    #[test]
-    fn a_consumer_of_an_older_version_is_recreated_but_not_for_its_start_position() {
+    /// What a process of these tests wants, and the consumer a server holds for it.
+    fn wanted_and_existing() -> (pull::Config, async_nats::jetstream::consumer::Config) {
         let wanted = consumer_config(
             "c".into(),
             "b.events.p0.>".into(),
             Duration::from_secs(2),
             50,
         );
-        let mut existing = async_nats::jetstream::consumer::Config {
-            durable_name: Some("c".into()),
-            ack_policy: AckPolicy::Explicit,
-            max_waiting: 512,
-            ..Default::default()
-        };
-        assert!(
-            needs_recreating(&existing, &wanted),
-            "max_waiting cannot be updated"
-        );
-        existing.max_waiting = 1;
-        existing.deliver_policy = DeliverPolicy::ByStartSequence { start_sequence: 7 };
-        assert!(!needs_recreating(&existing, &wanted));
-    }
-
-    #[test]
-    fn a_consumer_is_updated_only_when_a_setting_changed() {
-        let wanted = consumer_config(
-            "c".into(),
-            "b.events.p0.>".into(),
-            Duration::from_secs(2),
-            50,
-        );
-        let mut existing = async_nats::jetstream::consumer::Config {
+        let existing = async_nats::jetstream::consumer::Config {
             durable_name: Some("c_g7".into()),
             filter_subject: "b.events.p0.>".into(),
             ack_policy: AckPolicy::Explicit,
@@ -439,8 +416,20 @@ mod tests {
             deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: 7 },
             ..Default::default()
         };
-        assert!(!needs_updating(&existing, &wanted));
+        (wanted, existing)
+    }
+
+    #[test]
+    fn a_changed_setting_calls_for_a_new_generation_but_a_start_position_does_not() {
+        let (wanted, mut existing) = wanted_and_existing();
+        assert!(!needs_recreating(&existing, &wanted) && !needs_updating(&existing, &wanted));
         existing.ack_wait = Duration::from_secs(30);
         assert!(needs_updating(&existing, &wanted));
+        let (_, mut older_version) = wanted_and_existing();
+        older_version.max_waiting = 512;
+        assert!(
+            needs_recreating(&older_version, &wanted),
+            "max_waiting cannot be updated"
+        );
     }
 }
