@@ -88,9 +88,8 @@ pub(crate) struct Partition {
     /// After the last delivery this process stored (its acknowledgement confirmed): the
     /// consumer's number for the next delivery, and the stream sequence stored. A batch
     /// that starts with that number is stored without asking the server
-    /// ([`order::run_from`]); the stream sequence going up as well rules out a consumer
-    /// that another process rewound meanwhile (its numbers start again at 1, its messages
-    /// again at the floor).
+    /// ([`order::run_from`]); the stream sequence going up as well is a second check that
+    /// the batch continues the same series. Cleared whenever the consumer is opened again.
     pub(crate) resume: Option<Resume>,
     pub(crate) kind: MessageKind,
     pub(crate) batch_size: usize,
@@ -104,8 +103,8 @@ impl Partition {
         self.config.durable_name.as_deref().unwrap_or("")
     }
 
-    /// Opens the durable consumer: creates it, updates it to this configuration, or rewinds
-    /// it when deliveries are outstanding (see [`crate::consumer`]).
+    /// Opens the partition's newest consumer generation: creates the first, keeps it, or
+    /// rewinds it when deliveries stay outstanding (see [`crate::consumer`]).
     pub(crate) async fn open(&self) -> Result<PullConsumer, NatsError> {
         let durable = Durable {
             jetstream: &self.jetstream,
@@ -295,13 +294,14 @@ impl Partition {
 
     /// Stores a pulled batch (in delivery order) once every older delivery of the partition
     /// is stored, part by part ([`order::judge`]), and acknowledges it. A batch that waits
-    /// for an older one longer than [`ORDER_STALL`] is dropped unacknowledged and the
-    /// consumer reopened (rewound): the older one was lost.
+    /// for an older one longer than [`ORDER_STALL`] is handed back (`NAK`) and the consumer
+    /// opened again (rewound if its floor stays still): the older one was lost.
     async fn deliver(&mut self, consumer: &PullConsumer, mut messages: Vec<Message>) -> Flow {
         let mut waiting_since: Option<Instant> = None;
         let mut kept_alive_at = Instant::now();
+        // Read once from the reply subjects; kept beside `messages` as they are split.
+        let mut deliveries: Vec<Delivery> = messages.iter().map(delivery).collect();
         while !messages.is_empty() {
-            let deliveries: Vec<Delivery> = messages.iter().map(delivery).collect();
             if let Some(resume) = self.resume {
                 if order::run_from(&deliveries, resume.next_delivery) == messages.len()
                     && deliveries[0].stream_sequence > resume.stored_stream_sequence
@@ -323,15 +323,23 @@ impl Partition {
                 }
             };
             if let Verdict::Store(ready) = order::judge(&deliveries, outstanding) {
-                let rest = messages.split_off(ready.min(messages.len()));
+                let ready = ready.min(messages.len());
+                let rest = messages.split_off(ready);
+                let rest_deliveries = deliveries.split_off(ready);
                 // A redelivery can come in the middle of a pull (the server serves its
                 // redeliveries first whenever one is due): stored in stream order.
-                messages.sort_by_key(|m| delivery(m).stream_sequence);
+                if !deliveries.is_sorted_by_key(|d| d.stream_sequence) {
+                    let mut pairs: Vec<(Delivery, Message)> =
+                        deliveries.drain(..).zip(messages.drain(..)).collect();
+                    pairs.sort_by_key(|(d, _)| d.stream_sequence);
+                    messages = pairs.into_iter().map(|(_, m)| m).collect();
+                }
                 match self.store(messages).await {
                     Flow::Go => {}
                     other => return other,
                 }
                 messages = rest;
+                deliveries = rest_deliveries;
                 waiting_since = None;
                 continue;
             }
@@ -402,8 +410,8 @@ impl Partition {
     /// acknowledges them; acknowledges the others at once. Before it acknowledges a
     /// message it believes is not this service's, and at least every [`REFRESH_WANTED`],
     /// it reads the service's subscriptions again, so a type that another process of the
-    /// service subscribed to is stored, never dropped.
-    /// `Reopen` when they were handed back instead ([`Flow`]).
+    /// service subscribed to is stored, never dropped; `Reopen` when they were handed back
+    /// instead ([`Flow`]).
     async fn store(&mut self, messages: Vec<Message>) -> Flow {
         let last = messages.last().map(delivery);
         self.resume = None;

@@ -283,8 +283,9 @@ impl Durable<'_> {
         format!("{}{GENERATION_MARK}{generation}", self.base())
     }
 
-    /// Creates (or updates) the generation `name` delivering by `deliver_policy`,
-    /// declaring the stream again first when a server restarted without its store.
+    /// Creates the generation `name` (a fresh name: never an update) delivering by
+    /// `deliver_policy`, declaring the stream again first when a server restarted without
+    /// its store.
     async fn create(
         &self,
         name: &str,
