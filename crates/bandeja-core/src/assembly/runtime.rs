@@ -223,7 +223,7 @@ impl<S: Store> BandejaBuilder<S> {
                         return Err(BuildError::missing_route(no_route).into());
                     }
                 }
-                Some(routing)
+                Some(Arc::new(routing))
             }
         };
         Ok(Bandeja {
@@ -433,11 +433,7 @@ impl<S: Store> Bandeja<S> {
                 match transport.subscribe(request, sink.clone()).await {
                     Ok(subscription) => subscriptions.push(subscription),
                     Err(error) => {
-                        for subscription in subscriptions {
-                            subscription.stop().await;
-                        }
-                        let _ = stop.send(true);
-                        while tasks.join_next().await.is_some() {}
+                        Running::new(stop, tasks, subscriptions).shutdown().await;
                         tracing::warn!(transport = transport.name(), ?kind, %error, "subscribing failed: not started");
                         return Err(error.into());
                     }

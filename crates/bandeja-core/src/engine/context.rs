@@ -40,7 +40,7 @@ pub(crate) struct Shared<S: Store> {
     /// subscriptions, plus the reception's rejected rows).
     pub(crate) claimable: [Vec<crate::subscriptions::Claimable>; 2],
     /// With a broker transport: this service's name and command topics.
-    pub(crate) routing: Option<Routing>,
+    pub(crate) routing: Option<std::sync::Arc<Routing>>,
     /// The largest payload an emission of this runtime accepts.
     pub(crate) max_payload_bytes: usize,
     /// The measured handler times of the inbox subscribers (which run batched).
@@ -62,7 +62,7 @@ impl<S: Store> Shared<S> {
 
     /// This service's name (`""` without one: the in-process transport).
     pub(crate) fn service(&self) -> &str {
-        self.routing.as_ref().map_or("", Routing::service)
+        self.routing.as_deref().map_or("", Routing::service)
     }
 
     /// A lock token unique to one claim (`<worker id>#<instance>.<n>`), so that no two

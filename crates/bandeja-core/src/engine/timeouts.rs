@@ -72,10 +72,7 @@ pub(crate) fn resolve<S: Store>(
         for (subscriber, &timeout) in &settings.handler_timeouts {
             let key = format!("{}.handler-timeouts.{subscriber}", group.key());
             if !names.contains(&subscriber.as_str()) {
-                let what = match kind {
-                    MessageKind::Event => "event",
-                    MessageKind::Command => "command",
-                };
+                let what = kind.as_str();
                 let reason = format!(
                     "no {what} handler is registered under the subscriber name `{subscriber}` in this process (registered: {}): fix the name or remove the entry",
                     listed(&names)

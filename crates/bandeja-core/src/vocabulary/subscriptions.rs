@@ -117,10 +117,7 @@ impl Claimable {
 /// The text stored in the `kind` column of the subscription tables.
 #[must_use]
 pub const fn kind_name(kind: MessageKind) -> &'static str {
-    match kind {
-        MessageKind::Event => "event",
-        MessageKind::Command => "command",
-    }
+    kind.as_str()
 }
 
 /// The route of a stored subscription row (`tenant` `""`: every tenant). `None` for a row

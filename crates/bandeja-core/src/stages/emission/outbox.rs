@@ -6,6 +6,7 @@
 //! `bandeja_messages_emitted_total`.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use crate::envelope::{Command, Event, Payload};
 use crate::error::{Result, StoreError, StoreErrorKind};
@@ -28,12 +29,13 @@ use crate::transport::routing::{check_outgoing, Routing};
 pub struct Outbox<S: Store> {
     store: S,
     max_payload_bytes: usize,
-    routing: Option<Routing>,
+    /// Shared with the runtime: an outbox is made per emission, so it only counts a reference.
+    routing: Option<Arc<Routing>>,
 }
 
 impl<S: Store> Outbox<S> {
     /// The outbox of a runtime on `store` with these rules.
-    pub(crate) fn new(store: S, max_payload_bytes: usize, routing: Option<Routing>) -> Self {
+    pub(crate) fn new(store: S, max_payload_bytes: usize, routing: Option<Arc<Routing>>) -> Self {
         Outbox {
             store,
             max_payload_bytes,
@@ -102,9 +104,12 @@ impl<S: Store> Outbox<S> {
         // A single record (the common emit) needs no set to find a repeated id.
         let mut ids = (records.len() > 1).then(|| HashSet::with_capacity(records.len()));
         for record in &records {
-            check_outgoing(record, self.max_payload_bytes, self.routing.as_ref(), |r| {
-                ids.as_mut().is_some_and(|ids| !ids.insert(r.id))
-            })?;
+            check_outgoing(
+                record,
+                self.max_payload_bytes,
+                self.routing.as_deref(),
+                |r| ids.as_mut().is_some_and(|ids| !ids.insert(r.id)),
+            )?;
         }
         prepare(&mut records);
         self.store

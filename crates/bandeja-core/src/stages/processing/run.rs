@@ -182,8 +182,12 @@ pub(crate) async fn run_handler<S: Store>(
     let config = shared.config.group(group);
     let subscriber = first.subscriber.as_deref();
     let timeout = config.effective_handler_timeout(subscriber);
-    let mut ctx =
-        HandlerContext::<S>::new(tx, first, shared.max_payload_bytes, shared.routing.as_ref());
+    let mut ctx = HandlerContext::<S>::new(
+        tx,
+        first,
+        shared.max_payload_bytes,
+        shared.routing.as_deref(),
+    );
     let call = async {
         if handler.batches() {
             handler.call_many(&mut ctx, messages).await

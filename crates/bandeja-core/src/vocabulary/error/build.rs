@@ -43,10 +43,7 @@ impl BuildErrorKind {
             BuildErrorKind::SubscriberName | BuildErrorKind::ServiceName => {
                 "use 1 to 128 characters without spaces or control characters, such as `billing`"
             }
-            BuildErrorKind::MessageType => {
-                "set `Payload::TYPE` to a stable name of 1 to 255 characters without spaces or \
-                 control characters, such as `shop.OrderPlaced`"
-            }
+            BuildErrorKind::MessageType => super::message::PAYLOAD_TYPE_HINT,
             BuildErrorKind::DuplicateSubscriber => "give each subscriber a unique name",
             BuildErrorKind::SecondCommandHandler => {
                 "a command has exactly one handler: put both reactions in one handler or emit an \

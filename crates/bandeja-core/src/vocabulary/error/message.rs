@@ -30,15 +30,17 @@ pub enum MessageErrorKind {
     RepeatedId,
 }
 
+/// What to do about a message type that is not a usable name (said at build and at
+/// emission alike).
+pub(crate) const PAYLOAD_TYPE_HINT: &str = "set `Payload::TYPE` to a stable name of 1 to 255 \
+     characters without spaces or control characters, such as `shop.OrderPlaced`";
+
 impl MessageErrorKind {
     /// What to do about a message of this kind.
     #[must_use]
     pub const fn hint(self) -> &'static str {
         match self {
-            MessageErrorKind::InvalidType => {
-                "set `Payload::TYPE` to a stable name of 1 to 255 characters without spaces or \
-                 control characters, such as `shop.OrderPlaced`"
-            }
+            MessageErrorKind::InvalidType => PAYLOAD_TYPE_HINT,
             MessageErrorKind::MissingAggregateId => {
                 "hydrate it after inserting the aggregate, before emitting"
             }

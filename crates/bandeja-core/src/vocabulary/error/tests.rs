@@ -295,3 +295,13 @@ fn unknown_names_keep_their_value() {
     assert_eq!(crate::record::MessageKind::Event.to_string(), "event");
     assert_eq!(crate::record::MessageKind::Command.to_string(), "command");
 }
+
+#[test]
+fn the_too_large_hint_names_the_default_limit_in_force() {
+    let default = crate::record::DEFAULT_MAX_PAYLOAD_BYTES.to_string();
+    assert!(
+        MessageErrorKind::TooLarge.hint().contains(&default),
+        "{}",
+        MessageErrorKind::TooLarge.hint()
+    );
+}
