@@ -132,6 +132,22 @@ async fn run(kill: Kill) {
         Kill::A => snapshot.problems_after_a_kill(&routes),
     };
     assert!(problems.is_empty(), "{problems:#?}");
+    let by_worker = snapshot.runs_by_worker();
+    assert!(
+        by_worker.contains_key(&("audit".to_owned(), "c".to_owned())),
+        "c, joining mid-run, took part: runs per (subscriber, worker) {by_worker:?}"
+    );
+    if kill == Kill::A {
+        // The kill hit work in hand: rows `a` held were taken over, or a run it had begun
+        // was run again.
+        let taken_over = snapshot.inbox.iter().any(|row| row.takeovers > 0);
+        let rerun = snapshot.runs.len() > MESSAGES;
+        assert!(
+            taken_over || rerun,
+            "a held nothing when it was killed: {} runs, no row taken over",
+            snapshot.runs.len()
+        );
+    }
     // Each run's key and emission number, in the order the runs began.
     let runs: Vec<(String, i64)> = consumer_db
         .rows(
@@ -165,8 +181,7 @@ async fn run(kill: Kill) {
     eprintln!(
         "nats: {MESSAGES} messages over 3 keys, three processes of one service (c joined after \
          {joined_at}; kill: {kill:?}), settled in {elapsed:?} in emission order; runs per \
-         (subscriber, worker): {:?}",
-        snapshot.runs_by_worker()
+         (subscriber, worker): {by_worker:?}",
     );
     drop(streams);
 }
