@@ -16,9 +16,10 @@
 //! `common::fleet::Snapshot`), and for each key the runs, recorded outside the handler's
 //! transaction in the order they began, follow the emission order.
 //!
-//! The second test kills `a` (`SIGKILL`) once half the messages have arrived, with the
-//! batches and the inbox rows it holds: another process runs what it had in hand again
-//! (at least once), every message is still applied once, and the order holds.
+//! The second test gives `a` a handler of 1 s and kills it (`SIGKILL`) once half the
+//! messages have arrived and it is running one, with the batches and the inbox rows it
+//! holds: another process takes them over and runs what it had in hand again (at least
+//! once), every message is still applied once, and the order holds.
 //!
 //! The test fails when NATS is unreachable in CI (`CI=true`) and is skipped after a notice
 //! otherwise.
@@ -74,7 +75,12 @@ async fn run(kill: Kill) {
         broker_node_flags(db, "nats", &url, &prefix, service, extra)
     };
     let audit = ["--on-event", "audit:noted", "--slow", "audit=100"];
-    let a = node("a", &on(&consumer_db, "fleet", &audit));
+    // The one to be killed runs slowly, so that the kill lands in the middle of a run.
+    let a_audit = match kill {
+        Kill::None => audit,
+        Kill::A => ["--on-event", "audit:noted", "--slow", "audit=1000"],
+    };
+    let a = node("a", &on(&consumer_db, "fleet", &a_audit));
     let mut b = node("b", &on(&consumer_db, "fleet", &audit));
     let count = format!("noted={MESSAGES}");
     let mut producer = node(
@@ -102,6 +108,13 @@ async fn run(kill: Kill) {
             .wait_count(
                 "SELECT count(*) FROM {s}inbox_events",
                 half,
+                Duration::from_secs(60),
+            )
+            .await;
+        consumer_db
+            .wait_count(
+                "SELECT count(*) FROM {s}fleet_runs WHERE worker = 'a' AND exited_at IS NULL",
+                1,
                 Duration::from_secs(60),
             )
             .await;
