@@ -9,6 +9,9 @@ mod ports;
 mod stages;
 mod vocabulary;
 
+#[cfg(feature = "logging")]
+pub mod logging;
+
 pub use assembly::{runtime, testing};
 pub(crate) use engine::{
     attempt, claim, conflicts, context, lease, pace, registry, stragglers, timeouts, worker,

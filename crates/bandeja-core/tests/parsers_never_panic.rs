@@ -432,7 +432,7 @@ fn unknown_env_var() -> impl Strategy<Value = String> {
     ]
     .prop_map(|rest| format!("BANDEJA_{rest}"))
     .prop_filter("neither known nor reserved", move |name| {
-        !known.contains(name) && name != "BANDEJA_LOG" && name != "BANDEJA_CONFIG"
+        !known.contains(name) && !bandeja_core::config::RESERVED_ENV_VARS.contains(&name.as_str())
     })
 }
 
@@ -708,7 +708,8 @@ proptest! {
                 let ours = names.iter().filter(|n| n.starts_with("BANDEJA_"));
                 for name in ours {
                     prop_assert!(
-                        known_env_vars().contains(name) || name == "BANDEJA_LOG" || name == "BANDEJA_CONFIG",
+                        known_env_vars().contains(name)
+                            || bandeja_core::config::RESERVED_ENV_VARS.contains(&name.as_str()),
                         "{} was accepted", name
                     );
                 }

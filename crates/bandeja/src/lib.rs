@@ -83,6 +83,12 @@ pub use bandeja_core::{
 #[cfg_attr(docsrs, doc(cfg(feature = "fault-injection")))]
 pub use bandeja_core::fault;
 
+/// The logging set-up of bandeja's binaries (feature `logging`): `BANDEJA_LOG`,
+/// `BANDEJA_LOG_FORMAT` (`text` or `json`), lines on stderr.
+#[cfg(feature = "logging")]
+#[cfg_attr(docsrs, doc(cfg(feature = "logging")))]
+pub use bandeja_core::logging;
+
 /// The SQLite store (feature `sqlite`): [`SqliteStore`](sqlite::SqliteStore), its handler
 /// context [`Context`](sqlite::Context) and its [`sqlx`](sqlite::sqlx).
 #[cfg(feature = "sqlite")]

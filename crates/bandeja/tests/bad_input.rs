@@ -602,6 +602,7 @@ async fn tenant_ids_with_sql_metacharacters<S: Admin>(store: &S, outbox: &Outbox
                 Page {
                     limit: 100,
                     before_seq: None,
+                    after_seq: None,
                 },
             )
             .await

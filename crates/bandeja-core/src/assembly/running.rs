@@ -1,6 +1,8 @@
 //! [`Running`]: the started workers and subscriptions of a [`Bandeja`](crate::Bandeja),
-//! how they stop (a graceful shutdown, a future to run until, a signal, or a drop), and
-//! [`shutdown_signal`].
+//! how they stop (a graceful shutdown, a future to run until, a signal, or a drop), whether
+//! they still run ([`Liveness`]), and [`shutdown_signal`].
+
+mod liveness;
 
 use std::time::Duration;
 
@@ -8,6 +10,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::transport::Subscription;
+
+pub(crate) use liveness::Tracker;
+pub use liveness::{Liveness, StoppedTask, TaskEnd};
 
 /// The running workers (and, with a broker transport, its subscriptions) of a
 /// [`Bandeja`](crate::Bandeja), from [`Bandeja::start`](crate::Bandeja::start).
@@ -23,21 +28,32 @@ pub struct Running {
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
     subscriptions: Vec<Box<dyn Subscription>>,
+    liveness: Liveness,
 }
 
 impl Running {
     /// What [`Bandeja::start`](crate::Bandeja::start) started: the sender that stops the
-    /// workers, their tasks and the broker subscriptions.
+    /// workers, their tasks, the broker subscriptions and the probe over the tasks.
     pub(super) fn new(
         stop: watch::Sender<bool>,
         tasks: JoinSet<()>,
         subscriptions: Vec<Box<dyn Subscription>>,
+        liveness: Liveness,
     ) -> Self {
         Running {
             stop,
             tasks,
             subscriptions,
+            liveness,
         }
+    }
+
+    /// A probe that tells whether every task of this runtime (each enabled box's worker,
+    /// the heartbeat, the maintenance tasks) still runs, and names those that stopped: what
+    /// a liveness endpoint asks (`bandeja_http::HttpOptions::liveness`). Cheap; clone it
+    /// freely. It stays valid after a shutdown (then nothing runs).
+    pub fn liveness(&self) -> Liveness {
+        self.liveness.clone()
     }
 }
 

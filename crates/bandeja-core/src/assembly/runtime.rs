@@ -21,7 +21,8 @@ use crate::tenant::TenantId;
 use crate::transport::routing::Routing;
 use crate::transport::{SubscribeRequest, Transport};
 
-pub use super::running::{shutdown_signal, Running};
+use super::running::Tracker;
+pub use super::running::{shutdown_signal, Liveness, Running, StoppedTask, TaskEnd};
 
 /// Builds a [`Bandeja`]: register subscribers, then `build()`.
 ///
@@ -383,31 +384,39 @@ impl<S: Store> Bandeja<S> {
         }
         let (stop, stop_rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
+        // Every task is tracked, so that `Running::liveness` knows when one ends.
+        let mut tracker = Tracker::new(&stop_rx);
         for box_kind in BoxKind::ALL {
+            let name = format!("{box_kind} worker");
             if !self.worker_enabled(box_kind) {
                 tracing::info!(box = %box_kind, "worker disabled by configuration");
             } else if box_kind.is_inbox() {
-                tasks.spawn(crate::worker::run(
+                let worker = crate::worker::run(
                     self.shared.clone(),
                     box_kind,
                     crate::processing::worker::Processing,
                     stop_rx.clone(),
-                ));
+                );
+                tracker.spawn(&mut tasks, name, worker);
             } else {
-                tasks.spawn(crate::worker::run(
+                let worker = crate::worker::run(
                     self.shared.clone(),
                     box_kind,
                     crate::dispatch::worker::Dispatch,
                     stop_rx.clone(),
-                ));
+                );
+                tracker.spawn(&mut tasks, name, worker);
             }
         }
-        crate::maintenance::spawn(&self.shared, &mut tasks, &stop_rx);
-        tasks.spawn(crate::maintenance::heartbeat::run(
+        let mut maintenance = JoinSet::new();
+        crate::maintenance::spawn(&self.shared, &mut maintenance, &stop_rx);
+        tracker.spawn_group(&mut tasks, "maintenance", maintenance);
+        let heartbeat = crate::maintenance::heartbeat::run(
             self.shared.clone(),
             registered.is_ok(),
             stop_rx.clone(),
-        ));
+        );
+        tracker.spawn(&mut tasks, "heartbeat", heartbeat);
         let mut subscriptions = Vec::new();
         if let (Some(transport), Some(routing)) = (&self.shared.transport, &self.shared.routing) {
             let sink = Arc::new(Reception {
@@ -433,13 +442,15 @@ impl<S: Store> Bandeja<S> {
                 match transport.subscribe(request, sink.clone()).await {
                     Ok(subscription) => subscriptions.push(subscription),
                     Err(error) => {
-                        Running::new(stop, tasks, subscriptions).shutdown().await;
+                        Running::new(stop, tasks, subscriptions, tracker.liveness())
+                            .shutdown()
+                            .await;
                         tracing::warn!(transport = transport.name(), ?kind, %error, "subscribing failed: not started");
                         return Err(error.into());
                     }
                 }
             }
         }
-        Ok(Running::new(stop, tasks, subscriptions))
+        Ok(Running::new(stop, tasks, subscriptions, tracker.liveness()))
     }
 }

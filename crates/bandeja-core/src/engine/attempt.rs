@@ -48,6 +48,18 @@ pub(crate) fn failure(
     kind: FailureKind,
     error: String,
 ) -> Outcome {
+    let outcome = decide(message, config, kind, error);
+    super::transitions::failed(message, &outcome, kind == FailureKind::Permanent);
+    outcome
+}
+
+/// [`failure`]'s decision, unlogged.
+fn decide(
+    message: &StoredMessage,
+    config: &WorkerConfig,
+    kind: FailureKind,
+    error: String,
+) -> Outcome {
     let error = truncate(error);
     let resolution = match kind {
         FailureKind::Permanent => Resolution::Failed {
@@ -84,14 +96,16 @@ pub(crate) fn failure(
 /// The outcome of an attempt that hit a transient conflict (a lock, an unreachable
 /// database): back to PENDING after a short backoff, the retry count unchanged.
 pub(crate) fn transient(message: &StoredMessage, config: &WorkerConfig, error: String) -> Outcome {
+    let delay = config
+        .backoff(1, rand::random::<f64>())
+        .min(std::time::Duration::from_secs(1));
+    super::transitions::conflict(message, delay, &error);
     Outcome {
         id: message.record.id,
         subscriber: message.subscriber.clone(),
         resolution: Resolution::Retry {
             retry_count: message.retry_count,
-            delay: config
-                .backoff(1, rand::random::<f64>())
-                .min(std::time::Duration::from_secs(1)),
+            delay,
             error: truncate(error),
         },
     }
@@ -104,7 +118,11 @@ pub(crate) fn exhausted_by_crashes(
     message: &StoredMessage,
     config: &WorkerConfig,
 ) -> Option<Outcome> {
-    (message.reclaimed() && message.takeovers > config.max_takeovers).then(|| Outcome {
+    if !(message.reclaimed() && message.takeovers > config.max_takeovers) {
+        return None;
+    }
+    super::transitions::failed_by_crashes(message, config.max_takeovers);
+    Some(Outcome {
         id: message.record.id,
         subscriber: message.subscriber.clone(),
         resolution: Resolution::Failed {
@@ -119,44 +137,9 @@ pub(crate) fn exhausted_by_crashes(
     })
 }
 
-/// Logs the takeovers of a claim at WARN: each row taken over, and the holder whose lease
-/// ran out.
-pub(crate) fn log_takeovers(claimed: &[StoredMessage]) {
-    for message in claimed {
-        if let Some(holder) = &message.taken_over_from {
-            tracing::warn!(
-                box = %message.box_kind,
-                message_id = %message.record.id,
-                subscriber = message.subscriber.as_deref().unwrap_or_default(),
-                holder = %holder,
-                takeovers = message.takeovers,
-                "lease taken over: the worker holding the message stopped renewing it (crashed, killed or cut off)"
-            );
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-    use std::sync::{Arc, Mutex};
-
     use super::*;
-
-    #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Captured {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            if let Ok(mut out) = self.0.lock() {
-                out.extend_from_slice(bytes);
-            }
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     fn taken_over(holder: Option<&str>, takeovers: u32) -> StoredMessage {
         StoredMessage {
@@ -164,25 +147,6 @@ mod tests {
             taken_over_from: holder.map(str::to_owned),
             ..crate::record::claimed_row_for_tests()
         }
-    }
-
-    #[test]
-    fn a_takeover_is_logged_at_warn_with_the_message_and_the_dead_holder() {
-        let captured = Captured::default();
-        let writer = captured.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
-        let (taken, ordinary) = (taken_over(Some("host-1#2a.7"), 1), taken_over(None, 0));
-        tracing::subscriber::with_default(subscriber, || {
-            log_takeovers(&[taken.clone(), ordinary]);
-        });
-        let text = String::from_utf8(captured.0.lock().expect("log").clone()).expect("utf-8");
-        assert_eq!(text.lines().count(), 1, "{text}");
-        assert!(text.contains("WARN"), "{text}");
-        assert!(text.contains(&taken.record.id.to_string()), "{text}");
-        assert!(text.contains("holder=host-1#2a.7"), "{text}");
     }
 
     #[test]

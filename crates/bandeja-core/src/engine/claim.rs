@@ -112,7 +112,7 @@ pub(crate) async fn claim<S: Store>(
         }
     }
     if !claimed.is_empty() {
-        crate::attempt::log_takeovers(&claimed);
+        super::transitions::taken_over(&claimed);
         crate::fault::point("after-claim");
     }
     Ok(claimed)

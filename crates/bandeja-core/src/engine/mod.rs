@@ -14,4 +14,5 @@ pub(crate) mod registry;
 pub(crate) mod stragglers;
 pub mod telemetry;
 pub(crate) mod timeouts;
+pub(crate) mod transitions;
 pub(crate) mod worker;

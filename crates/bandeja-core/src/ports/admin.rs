@@ -19,9 +19,15 @@ use crate::record::BoxKind;
 use crate::status::MessageStatus;
 use crate::store::{Inspect, RowView};
 
+mod history;
+pub mod listing;
 mod outbox_replay;
 mod subscribers;
 
+pub use history::{
+    merge_timeline, timeline_start, AttemptOutcome, AttemptView, Discard, MinuteCount, MinuteStats,
+    MAX_ATTEMPTS_KEPT, TIMELINE_WINDOW,
+};
 pub use outbox_replay::{OutboxReplay, ReplayRefused};
 pub use subscribers::{
     attendance, check_retirable, kept_reason, kind_plural, longest_live_for, parse_kind,
@@ -134,8 +140,8 @@ pub struct StatusGroup {
 
 /// Which rows an operator means. Every field narrows; the default matches every row of
 /// every box. `since`/`until` bound `created_at` (inclusive / exclusive), `completed_before`
-/// bounds `completed_at` (exclusive); each is compared with the time as the store records
-/// it (see [`Admin::purge`]).
+/// bounds `completed_at` and `archived_before` bounds `archived_at` (both exclusive); each
+/// is compared with the time as the store records it (see [`Admin::purge`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MessageFilter {
     /// Only this box; `None`: all four.
@@ -158,6 +164,24 @@ pub struct MessageFilter {
     /// records it (as [`Admin::purge`] compares its horizon); rows never completed do not
     /// match. With `status: Some(Completed)`: the rows a purge at this horizon would take.
     pub completed_before: Option<DateTime<Utc>>,
+    /// Only rows whose headers carry this correlation id (`headers.correlation_id`, equal).
+    pub correlation_id: Option<String>,
+    /// Read the archive tables (`<box>_archive`, see [`archive_table`]) instead of the
+    /// boxes: [`Admin::list`] and [`Admin::count`] with the same filters, the status being
+    /// the archived row's (COMPLETED for archived completions, FAILED for discarded rows).
+    /// Operations that change rows ([`Admin::retry`], [`Admin::replay`],
+    /// [`Admin::discard`]) refuse it.
+    pub archived: bool,
+    /// Only rows archived before this instant, compared with `archived_at` as the store
+    /// records it (as [`Admin::purge_archive`] compares its horizon, like
+    /// `completed_before`). With `archived: true`: the rows a `purge_archive` at this
+    /// horizon would take, so [`Admin::count`] says exactly how many it will delete.
+    ///
+    /// Only archived rows have an `archived_at`: with `archived: false` the filter is
+    /// refused, by [`Admin::list`] and [`Admin::count`] ([`MessageFilter::check_read`])
+    /// and by every operation that changes rows, rather than ignored (ignoring it would
+    /// widen what the caller asked for).
+    pub archived_before: Option<DateTime<Utc>>,
 }
 
 impl MessageFilter {
@@ -171,8 +195,10 @@ impl MessageFilter {
             .collect()
     }
 
-    /// Checks that the filter suits [`Admin::retry`]: its status, if set, is FAILED.
+    /// Checks that the filter suits [`Admin::retry`]: its status, if set, is FAILED, and it
+    /// reads the boxes, not the archives.
     pub fn check_retry(&self) -> Result<(), StoreError> {
+        self.check_live("retry messages", "retry")?;
         match self.status {
             None | Some(MessageStatus::Failed) => Ok(()),
             Some(other) => Err(invalid(
@@ -185,6 +211,7 @@ impl MessageFilter {
     /// Checks that the filter suits [`Admin::replay`]: its status, if set, is COMPLETED,
     /// and its box, if set, is an inbox.
     pub fn check_replay(&self) -> Result<(), StoreError> {
+        self.check_live("replay messages", "replay")?;
         if let Some(other) = self.status.filter(|s| *s != MessageStatus::Completed) {
             return Err(invalid(
                 "replay messages",
@@ -204,6 +231,50 @@ impl MessageFilter {
         Ok(())
     }
 
+    /// Checks that the filter suits [`Admin::discard`]: its status, if set, is FAILED, and
+    /// it reads the boxes, not the archives.
+    pub fn check_discard(&self) -> Result<(), StoreError> {
+        self.check_live("discard messages", "discard")?;
+        match self.status {
+            None | Some(MessageStatus::Failed) => Ok(()),
+            Some(other) => Err(invalid(
+                "discard messages",
+                format!(
+                    "discard moves FAILED rows only into the archive; the filter asks for \
+                     {other} rows"
+                ),
+            )),
+        }
+    }
+
+    /// Checks that the filter can be read ([`Admin::list`], [`Admin::count`]):
+    /// `archived_before` is set only together with `archived` (it bounds `archived_at`,
+    /// which only the archive tables have).
+    pub fn check_read(&self) -> Result<(), StoreError> {
+        if self.archived_before.is_none() || self.archived {
+            return Ok(());
+        }
+        Err(invalid(
+            "read messages",
+            "`archived_before` bounds when rows were archived, and only archived rows have              that time: read the archive tables (`archived`, `--archived`, `archived=true`)              or drop `archived_before`"
+                .to_owned(),
+        ))
+    }
+
+    fn check_live(&self, operation: &'static str, verb: &str) -> Result<(), StoreError> {
+        if !self.archived && self.archived_before.is_none() {
+            return Ok(());
+        }
+        Err(invalid(
+            operation,
+            format!(
+                "{verb} applies to the rows in the boxes, not to archived rows: drop the \
+                 archive filter (to send archived outbox rows again, replay the outbox, which \
+                 reads the archives itself)"
+            ),
+        ))
+    }
+
     /// The inboxes [`Admin::replay`] changes, once [`MessageFilter::check_replay`] passed:
     /// [`MessageFilter::boxes`] without the outboxes.
     pub fn replay_boxes(&self) -> Result<Vec<BoxKind>, StoreError> {
@@ -221,14 +292,20 @@ fn invalid(operation: &'static str, message: String) -> StoreError {
 /// The largest page [`Admin::list`] returns, whatever [`Page::limit`] asks for.
 pub const MAX_PAGE: usize = 10_000;
 
-/// A page of a listing: at most `limit` rows, newest first, starting after `before_seq`
-/// when set (pass the last row's `seq` to get the next page).
+/// A page of a listing of one box: at most `limit` rows, newest first. With `before_seq`:
+/// the rows just below it (pass the last row's `seq` to get the next, older page); with
+/// `after_seq`: the `limit` rows just above it (the next newer page), still listed newest
+/// first. Across boxes, [`listing::list_page`] merges pages into one ordering and one
+/// cursor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Page {
     /// At most this many rows (per box), capped at [`MAX_PAGE`].
     pub limit: usize,
     /// Only rows with a `seq` below this one.
     pub before_seq: Option<i64>,
+    /// Only rows with a `seq` above this one, the closest to it first taken: the page
+    /// holds the `limit` lowest such `seq`s.
+    pub after_seq: Option<i64>,
 }
 
 impl Page {
@@ -243,6 +320,7 @@ impl Default for Page {
         Page {
             limit: 100,
             before_seq: None,
+            after_seq: None,
         }
     }
 }
@@ -261,6 +339,13 @@ pub struct MessageView {
     pub resubmitted_count: u32,
     /// When an operator last resubmitted it.
     pub resubmitted_at: Option<DateTime<Utc>>,
+    /// When the row was moved into its box's archive table; `None` for a row read from a
+    /// box.
+    pub archived_at: Option<DateTime<Utc>>,
+    /// Who discarded it ([`Discard::by`]), for a row an operator discarded.
+    pub discarded_by: Option<String>,
+    /// Why ([`Discard::reason`]), for a row an operator discarded.
+    pub discard_reason: Option<String>,
 }
 
 impl std::ops::Deref for MessageView {
@@ -271,7 +356,8 @@ impl std::ops::Deref for MessageView {
     }
 }
 
-/// The archive table of a box: `<box>_archive` (same columns plus `archived_at`).
+/// The archive table of a box: `<box>_archive` (same columns plus `archived_at`,
+/// `discarded_by` and `discard_reason`).
 pub const fn archive_table(box_kind: BoxKind) -> &'static str {
     match box_kind {
         BoxKind::OutboxEvents => "outbox_events_archive",
@@ -298,7 +384,9 @@ pub trait Admin: Inspect {
     ) -> Result<Vec<BoxCounters>, StoreError>;
 
     /// The rows matching `filter`, newest first (by `seq`), one page of each box it
-    /// covers, boxes in [`BoxKind::ALL`] order.
+    /// covers, boxes in [`BoxKind::ALL`] order; with [`MessageFilter::archived`], of the
+    /// boxes' archive tables instead (the archived rows keep the `seq` they had in their
+    /// box). Refused when [`MessageFilter::check_read`] fails.
     async fn list(
         &self,
         filter: &MessageFilter,
@@ -307,11 +395,14 @@ pub trait Admin: Inspect {
 
     /// How many rows match `filter`, over every box it covers: what [`Admin::list`] would
     /// return page after page, counted in the database (one `count(*)` per box, the same
-    /// bound filters), without reading a row.
+    /// bound filters), without reading a row. Refused when [`MessageFilter::check_read`]
+    /// fails.
     async fn count(&self, filter: &MessageFilter) -> Result<u64, StoreError>;
 
     /// Every row holding message `id`: its outbox row and its inbox rows (one per
-    /// subscriber, by subscriber), boxes in [`BoxKind::ALL`] order. Empty if none.
+    /// subscriber, by subscriber), and its rows in the archive tables (with
+    /// [`MessageView::archived_at`] set), boxes in [`BoxKind::ALL`] order, each box's live
+    /// rows before its archived ones. Empty if none.
     async fn show(&self, id: MessageId) -> Result<Vec<MessageView>, StoreError>;
 
     /// Operator resubmission: FAILED rows matching `filter` go back to PENDING, due now,
@@ -360,7 +451,9 @@ pub trait Admin: Inspect {
 
     /// Deletes COMPLETED rows of `box_kind` completed before `older_than`, in batches (one
     /// short transaction each). Returns how many rows were deleted. Purged inbox rows no
-    /// longer absorb a redelivery of their message.
+    /// longer absorb a redelivery of their message. Then deletes the attempts of that box
+    /// recorded before `older_than` whose row is neither in the box nor in its archive
+    /// (the attempts of the rows just purged, and of rows removed earlier).
     ///
     /// "Before" compares `older_than` with `completed_at` as the store records it (to the
     /// millisecond on SQLite, the microsecond on PostgreSQL), never with a horizon cut to
@@ -377,6 +470,60 @@ pub trait Admin: Inspect {
         box_kind: BoxKind,
         older_than: DateTime<Utc>,
     ) -> Result<u64, StoreError>;
+
+    /// Moves the FAILED rows matching `filter` into their box's archive table
+    /// ([`archive_table`]), recording `archived_at`, `discarded_by` and `discard_reason`
+    /// ([`Discard`]), in batches (each batch copied and deleted in one transaction). Rows
+    /// in any other status are never touched. The filter's status, if set, must be FAILED,
+    /// and it must read the boxes ([`MessageFilter::check_discard`]). Returns how many rows
+    /// moved.
+    ///
+    /// A discarded row leaves its box as an archived COMPLETED row does
+    /// ([`Admin::archive`]): [`Admin::show`] and a listing with
+    /// [`MessageFilter::archived`] still find it, with who and why, and its attempts
+    /// ([`Admin::attempts`]) are kept until [`Admin::purge_archive`] removes it. Dedup
+    /// follows the inbox's completion mode, as for archived rows: in `update` mode a
+    /// redelivery of a discarded inbox message creates a new PENDING row (its dedup was
+    /// the row itself); in `delete`/`archive` mode the inbox's dedup ledger still absorbs
+    /// it.
+    async fn discard(&self, filter: &MessageFilter, discard: &Discard) -> Result<u64, StoreError>;
+
+    /// Deletes the rows of `box_kind`'s archive table archived before `older_than`
+    /// (`archived_at`, compared as [`Admin::purge`] compares its horizon), archived
+    /// completions and discarded rows alike, in batches. Then deletes the attempts of that
+    /// box recorded before `older_than` whose row is neither in the box nor in its
+    /// archive. Returns how many archived rows were deleted: exactly what [`Admin::count`]
+    /// counts beforehand with `archived: true` and [`MessageFilter::archived_before`] =
+    /// `older_than` for that box (rows archived meanwhile aside).
+    async fn purge_archive(
+        &self,
+        box_kind: BoxKind,
+        older_than: DateTime<Utc>,
+    ) -> Result<u64, StoreError>;
+
+    /// Every recorded failed attempt of message `id`, in every box and for every
+    /// subscriber, oldest first: at most [`MAX_ATTEMPTS_KEPT`] per row (the latest). A
+    /// store records an attempt in the same transaction as the failed outcome it belongs
+    /// to (scheduled again: [`AttemptOutcome::Retried`]; FAILED, whatever the reason:
+    /// [`AttemptOutcome::Failed`]); successful outcomes record nothing. Attempts outlive
+    /// their row until a purge passes them: [`Admin::purge`], [`Admin::purge_archive`]
+    /// and retention delete the attempts of their box recorded before their horizon whose
+    /// row is neither in the box nor in its archive. Nothing else prunes them: in a box
+    /// that completes in `delete` mode a row that failed once and then completed leaves
+    /// its attempts behind, so without a retention on that box (or a periodic
+    /// [`Admin::purge`], which in that mode deletes only such attempts)
+    /// `message_attempts` keeps growing. Empty if none.
+    async fn attempts(&self, id: MessageId) -> Result<Vec<AttemptView>, StoreError>;
+
+    /// Per minute since `since` (truncated to the minute, UTC) and per box: the rows
+    /// completed in that minute (`completed_at`; in the box and in its archive, so a box in
+    /// `archive` completion mode counts too; a box in `delete` mode keeps no completed row
+    /// to count), their lag (`completed_at − created_at`, longest and average), and the
+    /// failed attempts recorded in that minute ([`Admin::attempts`]). Minutes with nothing
+    /// are left out; entries by minute, then boxes in [`BoxKind::ALL`] order
+    /// ([`merge_timeline`]). Refused when `since` is more than [`TIMELINE_WINDOW`] (24
+    /// hours) ago ([`timeline_start`]), so it reads only recent index ranges.
+    async fn timeline(&self, since: DateTime<Utc>) -> Result<Vec<MinuteStats>, StoreError>;
 
     /// Every subscription registered in the store (one entry per `subscriptions` row, by
     /// kind, subscriber, type and tenant), each with the processes that run its subscriber
@@ -441,6 +588,27 @@ mod tests {
         assert!(status(MessageStatus::Failed).check_retry().is_ok());
         assert!(status(MessageStatus::Pending).check_retry().is_err());
         assert!(status(MessageStatus::Completed).check_replay().is_ok());
+        assert!(status(MessageStatus::Failed).check_discard().is_ok());
+        assert!(MessageFilter::default().check_discard().is_ok());
+        assert!(status(MessageStatus::Pending).check_discard().is_err());
+        let archived = MessageFilter {
+            archived: true,
+            ..Default::default()
+        };
+        let archived_before = MessageFilter {
+            archived_before: Some(Utc::now()),
+            ..Default::default()
+        };
+        for check in [
+            MessageFilter::check_retry,
+            MessageFilter::check_replay,
+            MessageFilter::check_discard,
+        ] {
+            for filter in [&archived, &archived_before] {
+                let err = check(filter).expect_err("archived rows are not changed");
+                assert!(err.to_string().contains("archived rows"), "{err}");
+            }
+        }
         assert!(status(MessageStatus::Failed).check_replay().is_err());
         assert_eq!(
             MessageFilter::default().replay_boxes().expect("inboxes"),
@@ -453,6 +621,21 @@ mod tests {
         let err = outbox.check_replay().expect_err("outbox");
         assert_eq!(err.kind(), StoreErrorKind::Permanent);
         assert!(err.to_string().contains("outbox_commands"), "{err}");
+    }
+
+    #[test]
+    fn archived_before_is_read_only_with_the_archive() {
+        let now = Utc::now();
+        let bound = |archived| MessageFilter {
+            archived,
+            archived_before: Some(now),
+            ..Default::default()
+        };
+        assert!(bound(true).check_read().is_ok());
+        assert!(MessageFilter::default().check_read().is_ok());
+        let err = bound(false).check_read().expect_err("not archived");
+        assert_eq!(err.kind(), StoreErrorKind::Permanent);
+        assert!(err.to_string().contains("archived_before"), "{err}");
     }
 
     #[test]
@@ -498,7 +681,7 @@ mod tests {
     fn pages_are_capped() {
         let huge = Page {
             limit: usize::MAX,
-            before_seq: None,
+            ..Page::default()
         };
         assert_eq!(huge.sql_limit(), 10_000);
         assert_eq!(

@@ -168,8 +168,8 @@ pub const MAX_RETRIES_LIMIT: u32 = 1_000;
 /// Prefix of the environment variables read by [`Config::apply_env`].
 pub const ENV_PREFIX: &str = "BANDEJA_";
 /// Variables starting with [`ENV_PREFIX`] that are reserved for other uses (logging
-/// filter, configuration file path) and ignored by [`Config::apply_env`].
-pub const RESERVED_ENV_VARS: [&str; 2] = ["BANDEJA_LOG", "BANDEJA_CONFIG"];
+/// filter and format, configuration file path) and ignored by [`Config::apply_env`].
+pub const RESERVED_ENV_VARS: [&str; 3] = ["BANDEJA_LOG", "BANDEJA_LOG_FORMAT", "BANDEJA_CONFIG"];
 
 settings! {
     /// The whole configuration.

@@ -29,6 +29,10 @@ pub const HANDLED: &str = "bandeja_messages_handled_total";
 pub const RETRIED: &str = "bandeja_messages_retried_total";
 /// Rows that went to FAILED. Labels: `box`, `type`, `subscriber` (empty for outbox rows).
 pub const FAILED: &str = "bandeja_messages_failed_total";
+/// Rows taken over after the lease of the worker holding them ran out (it crashed, was
+/// killed or lost the database). Labels: `box`, `type`, `subscriber` (empty for outbox
+/// rows).
+pub const TAKEOVERS: &str = "bandeja_lease_takeovers_total";
 /// Redeliveries the inbox absorbed (the `(id, subscriber)` row existed). Label: `box`.
 pub const DUPLICATES: &str = "bandeja_duplicates_absorbed_total";
 /// Seconds from a message's creation (its emitting transaction) to its publication.
@@ -54,6 +58,10 @@ pub fn describe() {
     metrics::describe_counter!(RETRIED, "Failed attempts scheduled again");
     metrics::describe_counter!(FAILED, "Rows that went to FAILED");
     metrics::describe_counter!(DUPLICATES, "Redeliveries absorbed by inbox dedup");
+    metrics::describe_counter!(
+        TAKEOVERS,
+        "Rows taken over after the lease of the worker holding them ran out"
+    );
     metrics::describe_histogram!(
         PUBLISH_LATENCY,
         metrics::Unit::Seconds,
@@ -86,6 +94,17 @@ pub(crate) fn emitted<'a>(box_kind: BoxKind, records: impl IntoIterator<Item = &
     if let Some((message_type, n)) = run {
         count(message_type, n);
     }
+}
+
+/// Counts one takeover of `message`'s row (rare: the labels are copied here).
+pub(crate) fn taken_over(message: &StoredMessage) {
+    metrics::counter!(
+        TAKEOVERS,
+        "box" => message.box_kind.table(),
+        "type" => message.record.message_type.clone(),
+        "subscriber" => message.subscriber.clone().unwrap_or_default()
+    )
+    .increment(1);
 }
 
 /// Counts redeliveries absorbed by the inbox `box_kind`.
@@ -242,14 +261,32 @@ pub(crate) fn processed(box_kind: BoxKind, claimed: &[StoredMessage], failures: 
     });
 }
 
-/// Displays an optional message id as itself or nothing, without allocating.
-pub(crate) struct OptionalId(pub(crate) Option<MessageId>);
-
-impl std::fmt::Display for OptionalId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(id) => std::fmt::Display::fmt(&id, f),
-            None => Ok(()),
-        }
+/// Records on `span` (declared with these fields `Empty`) the fields `record` has: `tenant`
+/// unless it is the default one, `correlation_id`, `causation_id`, `trace_id`. What it
+/// lacks stays unrecorded, so log lines never carry empty fields.
+pub(crate) fn record_message_fields(
+    span: &tracing::Span,
+    record: &MessageRecord,
+    tenant: &crate::tenant::TenantId,
+) {
+    if span.is_disabled() {
+        return;
+    }
+    if tenant.as_str() != DEFAULT_TENANT {
+        span.record("tenant", tenant.as_str());
+    }
+    let headers = &record.headers;
+    if let Some(correlation_id) = headers.correlation_id.as_deref() {
+        span.record("correlation_id", correlation_id);
+    }
+    if let Some(causation_id) = headers.causation_id {
+        span.record("causation_id", tracing::field::display(causation_id));
+    }
+    let trace_id = trace::trace_id_of(headers);
+    if !trace_id.is_empty() {
+        span.record("trace_id", trace_id);
     }
 }
+
+/// The name of the tenant of messages emitted outside any tenant scope.
+const DEFAULT_TENANT: &str = "default";

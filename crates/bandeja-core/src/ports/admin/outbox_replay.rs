@@ -72,6 +72,12 @@ pub enum ReplayRefused {
          the others absorb it), or replay that subscriber's inbox rows instead"
     )]
     Subscriber,
+    /// The filter asks for the archive tables ([`MessageFilter::archived`]).
+    #[error(
+        "outbox replay reads the archive tables itself (an archived row whose id the box \
+         does not hold is moved back and sent again): drop the archive filter"
+    )]
+    Archived,
     /// The box completes in `delete` mode: no COMPLETED row is kept.
     #[error(
         "{0} completes in `delete` mode: a row is deleted as soon as it is sent, so there is \
@@ -119,6 +125,7 @@ impl OutboxReplay {
             || f.since.is_some()
             || f.until.is_some()
             || f.completed_before.is_some()
+            || f.correlation_id.is_some()
     }
 
     /// Checks that the replay can be served: a COMPLETED (or unset) status, no inbox, no
@@ -129,6 +136,9 @@ impl OutboxReplay {
 
     fn refusal(&self) -> Option<ReplayRefused> {
         let f = &self.filter;
+        if f.archived {
+            return Some(ReplayRefused::Archived);
+        }
         if let Some(other) = f.status.filter(|s| *s != MessageStatus::Completed) {
             return Some(ReplayRefused::Status(other));
         }

@@ -144,7 +144,6 @@ pub(crate) async fn publish<S: Store>(
             }
             Err(no_route) => {
                 let _span = span(message).entered();
-                tracing::warn!(error = %no_route, "command not published");
                 // The row's error is what operators read: it says what to do as well.
                 let reason = format!("{no_route}: {}", no_route.hint());
                 outcomes[index] = Some(attempt::failure(
@@ -190,7 +189,7 @@ pub(crate) async fn publish<S: Store>(
                 crate::attempt::release(message)
             }
             Err(e) => {
-                tracing::warn!(error = %e, "publish failed");
+                // Logged by `attempt::failure`: "will retry at …" or "FAILED after …".
                 attempt::failure(message, config, FailureKind::Retriable, e.to_string())
             }
         });

@@ -146,7 +146,7 @@ async fn relay<S: Store>(
             shared.store.wakers().wake(kind.inbox());
         }
         if report.failed > 0 {
-            tracing::warn!(box = %box_kind, failed = report.failed, "commands of a type no process has registered a handler for marked FAILED");
+            tracing::warn!(box = %box_kind, failed = report.failed, "commands of a type no process has registered a handler for marked FAILED at once (not retried): register a handler, then retry them");
         }
         telemetry::relayed(
             box_kind,
@@ -224,18 +224,19 @@ async fn move_to_inbox<S: Store>(
     Ok(())
 }
 
-/// The tracing span of one publication.
+/// The tracing span of one publication: the message's id and type, and the fields it has
+/// of tenant (other than the default one), correlation and causation ids and W3C trace id
+/// (a field it lacks is left unrecorded, never printed empty).
 pub(super) fn span(message: &StoredMessage) -> tracing::Span {
-    let headers = &message.record.headers;
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "bandeja.publish",
         message_id = %message.record.id,
         message_type = %message.record.message_type,
-        subscriber = "",
-        tenant = %message.record.tenant_id,
-        correlation_id = headers.correlation_id.as_deref().unwrap_or(""),
-        causation_id = tracing::field::display(telemetry::OptionalId(headers.causation_id)),
-        trace_id = telemetry::trace::trace_id_of(headers),
-        traceparent = headers.traceparent.as_deref().unwrap_or(""),
-    )
+        tenant = tracing::field::Empty,
+        correlation_id = tracing::field::Empty,
+        causation_id = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
+    );
+    telemetry::record_message_fields(&span, &message.record, &message.record.tenant_id);
+    span
 }

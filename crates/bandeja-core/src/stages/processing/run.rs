@@ -74,7 +74,6 @@ impl AttemptFailed {
             return attempt::release(message);
         }
         if self.transient && shared.conflicts.free(message) {
-            tracing::info!(error = %self.error, "transient conflict; trying again without spending a retry");
             return attempt::transient(message, config, self.error);
         }
         shared.conflicts.forget(message);
@@ -87,7 +86,7 @@ impl AttemptFailed {
         } else {
             self.error
         };
-        tracing::warn!(%error, kind = ?self.kind, "handler failed");
+        // Logged where the outcome is decided: "will retry at …" or "FAILED after …".
         attempt::failure(message, config, self.kind, error)
     }
 }
@@ -125,22 +124,27 @@ pub(crate) fn handler_for<S: Store>(
     }
 }
 
-/// The tracing span of one handling: the message's ids, and its W3C trace context (the
-/// `traceparent` it carries and its trace id) so one request's story can be followed.
+/// The tracing span of one handling: the message's id, type and attempt, and the fields it
+/// has of subscriber, tenant (other than the default one), correlation and causation ids
+/// and W3C trace id, so one request's story can be followed. A field the message lacks is
+/// left unrecorded (not printed), never printed empty.
 pub(crate) fn span(message: &StoredMessage) -> tracing::Span {
-    let headers = &message.record.headers;
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "bandeja.handle",
         message_id = %message.record.id,
         message_type = %message.record.message_type,
-        subscriber = message.subscriber.as_deref().unwrap_or_default(),
-        tenant = %message.record.inbox_tenant(),
-        correlation_id = headers.correlation_id.as_deref().unwrap_or(""),
-        causation_id = %telemetry::OptionalId(headers.causation_id),
-        trace_id = telemetry::trace::trace_id_of(headers),
-        traceparent = headers.traceparent.as_deref().unwrap_or(""),
+        subscriber = tracing::field::Empty,
+        tenant = tracing::field::Empty,
+        correlation_id = tracing::field::Empty,
+        causation_id = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
         attempt = message.retry_count + 1,
-    )
+    );
+    if let Some(subscriber) = &message.subscriber {
+        span.record("subscriber", subscriber.as_str());
+    }
+    telemetry::record_message_fields(&span, &message.record, message.record.inbox_tenant());
+    span
 }
 
 /// The error of an attempt stopped after `limit`, naming the setting that gave the limit
