@@ -130,6 +130,7 @@ pub async fn list_pages_newest_first_without_overlap<S: Admin>(store: S) {
     let mut page = Page {
         limit: 3,
         before_seq: None,
+        after_seq: None,
     };
     let mut sizes = Vec::new();
     loop {
@@ -148,6 +149,7 @@ pub async fn list_pages_newest_first_without_overlap<S: Admin>(store: S) {
             Page {
                 limit: 0,
                 before_seq: None,
+                after_seq: None,
             },
         )
         .await

@@ -1,5 +1,7 @@
 //! The `Admin` conformance suite: every store runs these checks of counters, listings,
-//! count, show, retry, replay, outbox replay (in [`outbox_replay`]), purge and archive (and,
+//! count, show, retry, replay, outbox replay (in [`outbox_replay`]), purge and archive,
+//! discard and the archive's listing ([`discard`]), the attempts history ([`attempts`]),
+//! the per-minute timeline ([`timeline`]), the correlation id filter ([`correlation`]) (and,
 //! in [`subscribers`], of the subscriptions: listing, retirement, the health verdict) with
 //! [`admin_conformance_tests!`](crate::admin_conformance_tests).
 //!
@@ -13,12 +15,16 @@ use bandeja_core::admin::{Admin, MessageFilter, MessageView, Page};
 use bandeja_core::envelope::MessageId;
 use bandeja_core::record::{BoxKind, MessageKind, MessageRecord};
 use bandeja_core::status::MessageStatus;
-use bandeja_core::store::{Delivery, Inspect, Outcome, Resolution, RowView, Store};
+use bandeja_core::store::{ClaimRequest, Delivery, Inspect, Outcome, Resolution, RowView, Store};
 use bandeja_core::tenant::TenantId;
 
 use crate::store::{emit, ping, request, rows};
 
+pub mod attempts;
+pub mod correlation;
 pub mod counters;
+pub mod cross_box;
+pub mod discard;
 pub mod filters;
 pub mod listing;
 pub mod outbox_replay;
@@ -27,6 +33,7 @@ pub mod rejected;
 pub mod retry;
 pub mod stuck;
 pub mod subscribers;
+pub mod timeline;
 
 /// A row read back from an archive table by the store's test crate: id, subscriber, status.
 pub type ArchivedRow = (MessageId, Option<String>, MessageStatus);
@@ -79,16 +86,38 @@ pub(crate) fn failed(error: &str, retry_count: u32) -> Resolution {
     }
 }
 
-pub(crate) async fn claim_all<S: Store>(store: &S, box_kind: BoxKind) -> usize {
-    let unordered = bandeja_core::store::ClaimRequest {
+/// An unordered claim of up to 100 rows by worker `w`.
+pub(crate) fn unordered() -> ClaimRequest<'static> {
+    ClaimRequest {
         ordered: false,
         ..request("w", 100)
-    };
+    }
+}
+
+pub(crate) async fn claim_all<S: Store>(store: &S, box_kind: BoxKind) -> usize {
     store
-        .claim(box_kind, &unordered)
+        .claim(box_kind, &unordered())
         .await
         .expect("claim")
         .len()
+}
+
+/// Claims every due row of `box_kind` as worker `w` and writes `outcomes`, one for each
+/// row claimed, as a worker does after its attempts.
+pub(crate) async fn claim_and_resolve<S: Store>(
+    store: &S,
+    box_kind: BoxKind,
+    outcomes: &[Outcome],
+) {
+    assert_eq!(
+        claim_all(store, box_kind).await,
+        outcomes.len(),
+        "one outcome for each row claimed"
+    );
+    store
+        .resolve(box_kind, "w", outcomes)
+        .await
+        .expect("resolve");
 }
 
 /// Writes the [`Fixture`] rows.

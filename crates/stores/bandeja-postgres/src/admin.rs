@@ -1,7 +1,10 @@
-//! `Admin` for PostgreSQL: counters, listings, counts, retry, replay, outbox replay, purge
-//! and archive (see [`bandeja_core::admin`]). SQL in [`sql`] (outbox replay:
-//! [`outbox_replay`]); table names only from [`BoxKind`] and the store's validated schema.
+//! `Admin` for PostgreSQL: counters, listings (of the boxes or their archives), counts,
+//! retry, replay, outbox replay, purge and archive (see [`bandeja_core::admin`]); discard,
+//! archive pruning, attempts and the timeline in [`history`]. SQL in [`sql`] (outbox
+//! replay: [`outbox_replay`]); table names only from [`BoxKind`] and the store's validated
+//! schema.
 
+mod history;
 mod outbox_replay;
 mod sql;
 mod subscribers;
@@ -189,6 +192,7 @@ impl Admin for PgStore {
         filter: &MessageFilter,
         page: Page,
     ) -> Result<Vec<MessageView>, StoreError> {
+        filter.check_read()?;
         let mut views = Vec::new();
         for box_kind in filter.boxes() {
             let statement = sql::list(self.schema(), box_kind, filter, page);
@@ -205,6 +209,7 @@ impl Admin for PgStore {
     }
 
     async fn count(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
+        filter.check_read()?;
         let mut total = 0;
         for box_kind in filter.boxes() {
             let n: i64 = sql::count(self.schema(), box_kind, filter)
@@ -222,13 +227,15 @@ impl Admin for PgStore {
     async fn show(&self, id: MessageId) -> Result<Vec<MessageView>, StoreError> {
         let mut views = Vec::new();
         for box_kind in BoxKind::ALL {
-            let rows = sqlx::query(&sql::show(self.schema(), box_kind))
-                .bind(id.0)
-                .fetch_all(self.pool())
-                .await
-                .map_err(|e| sqlx_error("show a message", e))?;
-            for row in &rows {
-                views.push(sql::message_view(row, box_kind)?);
+            for archived in [false, true] {
+                let rows = sqlx::query(&sql::show(self.schema(), box_kind, archived))
+                    .bind(id.0)
+                    .fetch_all(self.pool())
+                    .await
+                    .map_err(|e| sqlx_error("show a message", e))?;
+                for row in &rows {
+                    views.push(sql::message_view(row, box_kind)?);
+                }
             }
         }
         Ok(views)
@@ -255,8 +262,11 @@ impl Admin for PgStore {
 
     async fn purge(&self, box_kind: BoxKind, older_than: DateTime<Utc>) -> Result<u64, StoreError> {
         let statement = sql::purge(self.schema(), box_kind);
-        self.in_batches(&statement, older_than, "purge completed rows")
-            .await
+        let purged = self
+            .in_batches(&statement, older_than, "purge completed rows")
+            .await?;
+        history::purge_attempts(self, box_kind, older_than).await?;
+        Ok(purged)
     }
 
     async fn archive(
@@ -267,6 +277,36 @@ impl Admin for PgStore {
         let statement = sql::archive(self.schema(), box_kind);
         self.in_batches(&statement, older_than, "archive completed rows")
             .await
+    }
+
+    async fn discard(
+        &self,
+        filter: &MessageFilter,
+        discard: &bandeja_core::admin::Discard,
+    ) -> Result<u64, StoreError> {
+        history::discard(self, filter, discard).await
+    }
+
+    async fn purge_archive(
+        &self,
+        box_kind: BoxKind,
+        older_than: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        history::purge_archive(self, box_kind, older_than).await
+    }
+
+    async fn attempts(
+        &self,
+        id: MessageId,
+    ) -> Result<Vec<bandeja_core::admin::AttemptView>, StoreError> {
+        history::attempts(self, id).await
+    }
+
+    async fn timeline(
+        &self,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<bandeja_core::admin::MinuteStats>, StoreError> {
+        history::timeline(self, since).await
     }
 
     async fn subscriptions(

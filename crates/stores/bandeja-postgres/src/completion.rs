@@ -10,7 +10,7 @@
 
 use bandeja_core::{BoxKind, CompletionMode};
 
-use crate::queries::NOW;
+use crate::queries::{NOW, OUTCOME_ARRAYS, OUTCOME_FIELDS};
 
 /// The columns of a box that its archive table repeats (all but `archived_at`).
 pub(crate) fn archive_columns(inbox: bool) -> String {
@@ -53,8 +53,14 @@ pub(crate) fn archive_cte(
 
 /// `resolve` in `delete`/`archive` mode: completed outcomes delete (and archive) their
 /// rows, the others update them, in one statement; returns the number of rows changed.
-/// `$1..$6` outcome arrays, `$7` worker.
-pub(crate) fn resolve(t: &str, inbox: bool, mode: CompletionMode) -> String {
+/// `$1..$6` outcome arrays, `$7` worker. `attempts`: the CTEs recording failed attempts
+/// (`attempts::ctes`), for batches holding a failure.
+pub(crate) fn resolve(
+    t: &str,
+    inbox: bool,
+    mode: CompletionMode,
+    attempts: Option<&str>,
+) -> String {
     let subscriber_join = if inbox {
         "AND t.subscriber = j.sub"
     } else {
@@ -63,11 +69,11 @@ pub(crate) fn resolve(t: &str, inbox: bool, mode: CompletionMode) -> String {
     let archived = archive_cte(t, inbox, mode, "gone")
         .map(|cte| format!(", {cte}"))
         .unwrap_or_default();
+    let attempts = attempts.map(|ctes| format!("{ctes}, ")).unwrap_or_default();
     format!(
         "WITH j AS ( \
-           SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int4[], $5::float8[], $6::text[]) \
-             AS j(id, sub, status, retry_count, delay, error)), \
-         gone AS ( \
+           SELECT * FROM UNNEST({OUTCOME_ARRAYS}) AS j({OUTCOME_FIELDS})), \
+         {attempts}gone AS ( \
            DELETE FROM {t} AS t USING j \
            WHERE t.id = ANY($1::uuid[]) AND t.id = j.id {subscriber_join} AND j.status = 'COMPLETED' \
              AND t.status = 'PROCESSING' AND t.locked_by = $7::text \

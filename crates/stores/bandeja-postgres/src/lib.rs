@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod admin;
+mod attempts;
 mod columns;
 mod completion;
 mod decode;
@@ -12,6 +13,7 @@ mod store;
 mod subscriptions;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod tls;
 mod transient;
 
 use std::fmt;
@@ -230,12 +232,22 @@ impl PgStore {
         options: &PgStoreOptions,
     ) -> Result<PgStore, StoreError> {
         options.validate()?;
+        tls::check_tls_parameters(url)
+            .map_err(|e| StoreError::new(StoreErrorKind::Permanent, "connect to PostgreSQL", e))?;
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
             .connect(url)
             .await
-            .map_err(|e| sqlx_error("connect to PostgreSQL", e))?;
+            .map_err(|e| match tls::tls_failure_hint(&e.to_string()) {
+                // A refused certificate stays refused: retrying cannot help.
+                Some(hint) => StoreError::new(
+                    StoreErrorKind::Permanent,
+                    "connect to PostgreSQL",
+                    format!("{e}; {hint}"),
+                ),
+                None => sqlx_error("connect to PostgreSQL", e),
+            })?;
         let store = PgStore::from_pool(pool, Some(&options.schema))?;
         store.create_schema().await?;
         store.listen().await?;
@@ -335,10 +347,32 @@ impl PgStore {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `CREATE SCHEMA IF NOT EXISTS`, tolerating a concurrent creation.
+    /// `CREATE SCHEMA IF NOT EXISTS`, in a transaction whose `client_min_messages` is
+    /// `warning`: an existing schema is the usual case, not worth PostgreSQL's "already
+    /// exists, skipping" notice in the logs.
     async fn create_schema(&self) -> Result<(), StoreError> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| sqlx_error("create the schema", e))?;
+        sqlx::query("SET LOCAL client_min_messages = warning")
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| sqlx_error("create the schema", e))?;
+        self.create_schema_on(&mut tx).await?;
+        tx.commit()
+            .await
+            .map_err(|e| sqlx_error("create the schema", e))
+    }
+
+    /// `CREATE SCHEMA IF NOT EXISTS` on `conn`, tolerating a concurrent creation.
+    pub(crate) async fn create_schema_on(
+        &self,
+        conn: &mut sqlx::PgConnection,
+    ) -> Result<(), StoreError> {
         let sql = format!("CREATE SCHEMA IF NOT EXISTS \"{}\"", self.inner.schema);
-        match sqlx::query(&sql).execute(&self.pool).await {
+        match sqlx::query(&sql).execute(&mut *conn).await {
             Ok(_) => Ok(()),
             // Two processes creating it at once: the loser sees a unique violation.
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Ok(()),

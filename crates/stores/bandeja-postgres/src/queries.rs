@@ -37,6 +37,11 @@ pub(crate) const COMMON_COLUMNS: [&str; 23] = [
     "takeover_count",
 ];
 
+/// The outcome arrays of `resolve` (`$1..$6`) and the names `j` gives their elements.
+pub(crate) const OUTCOME_ARRAYS: &str =
+    "$1::uuid[], $2::text[], $3::text[], $4::int4[], $5::float8[], $6::text[]";
+pub(crate) const OUTCOME_FIELDS: &str = "id, sub, status, retry_count, delay, error";
+
 /// The message columns written on insert (after `id` and, for inboxes, `subscriber`), with
 /// the array type each is bound as.
 const MESSAGE_COLUMNS: [(&str, &str); 12] = [
@@ -67,6 +72,9 @@ pub(crate) struct BoxQueries {
     /// `$1..$6` outcome arrays (id, subscriber, status, retry count, delay s, error), `$7` worker.
     /// In `update` mode an `UPDATE` (rows affected); otherwise it returns the count `n`.
     pub(crate) resolve: String,
+    /// As `resolve`, also recording the failed attempts (see `attempts`): for outcome
+    /// batches holding a failure only.
+    pub(crate) resolve_failing: String,
     /// Retention: `$1` age in seconds; returns the count `n` of rows and records deleted.
     pub(crate) purge: String,
     /// Staleness: `$1`/`$3` thresholds in seconds, `$2`/`$4` reasons; returns `(pending, processing)`.
@@ -132,7 +140,8 @@ impl BoxQueries {
             ("", "")
         };
         let returned = column_list("t.", inbox);
-        let update_resolve = format!(
+        let update_resolve = |from: &str| {
+            format!(
                 "UPDATE {t} AS t SET \
                    status = j.status, \
                    retry_count = COALESCE(j.retry_count, t.retry_count), \
@@ -141,18 +150,29 @@ impl BoxQueries {
                      THEN {NOW} + j.delay * interval '1 second' ELSE t.next_attempt_at END, \
                    locked_by = NULL, locked_until = NULL, last_modified_at = {NOW}, \
                    completed_at = CASE WHEN j.status = 'COMPLETED' THEN {NOW} ELSE NULL END \
-                 FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int4[], $5::float8[], $6::text[]) \
-                   AS j(id, sub, status, retry_count, delay, error) \
+                 FROM {from} \
                  WHERE t.id = ANY($1::uuid[]) AND t.id = j.id {subscriber_join} \
                    AND t.status = 'PROCESSING' AND t.locked_by = $7::text"
-            );
+            )
+        };
+        let attempts = crate::attempts::ctes(schema, &t, box_kind);
         BoxQueries {
             claim: claim(&t, same_subscriber, &returned, false, inbox),
             claim_tenant: claim(&t, same_subscriber, &returned, true, inbox),
             mode,
             resolve: match mode {
-                CompletionMode::Update => update_resolve,
-                _ => completion::resolve(&t, inbox, mode),
+                CompletionMode::Update => {
+                    update_resolve(&format!("UNNEST({OUTCOME_ARRAYS}) AS j({OUTCOME_FIELDS})"))
+                }
+                _ => completion::resolve(&t, inbox, mode, None),
+            },
+            resolve_failing: match mode {
+                CompletionMode::Update => format!(
+                    "WITH j AS (SELECT * FROM UNNEST({OUTCOME_ARRAYS}) AS j({OUTCOME_FIELDS})), \
+                     {attempts} {}",
+                    update_resolve("j")
+                ),
+                _ => completion::resolve(&t, inbox, mode, Some(&attempts)),
             },
             purge: completion::purge(&t, inbox),
             fail_stale: crate::staleness::fail_stale(&t, inbox, mode),
@@ -385,7 +405,7 @@ fn relay(
                    UPDATE {t} AS t SET status = 'FAILED', last_error = {no_route_error}, \
                      locked_by = NULL, locked_until = NULL, last_modified_at = {NOW}, completed_at = NULL \
                    WHERE {due_rows} AND {unrouted} \
-                   RETURNING 1)"
+                   RETURNING t.id, t.retry_count, t.status, t.last_error)"
             ));
         }
         let (moved, failed) = if command {
@@ -397,6 +417,22 @@ fn relay(
             ("(SELECT count(*) FROM gone)".to_owned(), "0::int8")
         };
         (ctes, "gone", "", moved, failed)
+    };
+    // A command no route takes is a failed attempt: recorded in the attempts history.
+    let outbox_ctes = if command {
+        let failed_rows = if outbox_mode == CompletionMode::Update {
+            "moved WHERE status = 'FAILED'"
+        } else {
+            "kept"
+        };
+        format!(
+            "{outbox_ctes}, failing AS ( \
+               SELECT id, ''::text AS sub, retry_count, status, last_error AS error \
+               FROM {failed_rows}), {}",
+            crate::attempts::log_and_prune(schema, box_kind, "$3::text")
+        )
+    } else {
+        outbox_ctes
     };
     let pairs = format!(
         "FROM {source} m JOIN routes r ON r.message_type = m.message_type \

@@ -106,7 +106,13 @@ async fn write_outcomes(
     outcomes: &[Outcome],
 ) -> Result<u64, StoreError> {
     let queries = store.queries(box_kind);
-    let query = bind_outcomes(sqlx::query(&queries.resolve), outcomes)?.bind(worker_id);
+    // Only a batch holding a failure pays for the attempts history.
+    let sql = if crate::attempts::any_failed(outcomes) {
+        &queries.resolve_failing
+    } else {
+        &queries.resolve
+    };
+    let query = bind_outcomes(sqlx::query(sql), outcomes)?.bind(worker_id);
     if queries.mode == CompletionMode::Update {
         let done = query
             .execute(conn)
@@ -161,7 +167,6 @@ impl Store for PgStore {
     /// Creates the schema if missing and runs [`MIGRATOR`] with `search_path` set to it, on a
     /// connection taken out of the pool (and closed afterwards, so the setting never leaks).
     async fn migrate(&self) -> Result<(), StoreError> {
-        self.create_schema().await?;
         let mut conn = self
             .pool()
             .acquire()
@@ -169,6 +174,14 @@ impl Store for PgStore {
             .map_err(|e| sqlx_error("acquire a connection", e))?
             .detach();
         let result = async {
+            // The migrations' `IF NOT EXISTS` (and sqlx's own table) would each send an
+            // "already exists, skipping" notice, logged at INFO: not worth a line at every
+            // start. Warnings and errors still come through.
+            sqlx::query("SET client_min_messages = warning")
+                .execute(&mut conn)
+                .await
+                .map_err(|e| sqlx_error("quiet the migration's notices", e))?;
+            self.create_schema_on(&mut conn).await?;
             sqlx::query(&format!("SET search_path TO \"{}\"", self.schema()))
                 .execute(&mut conn)
                 .await
@@ -559,6 +572,23 @@ impl Store for PgStore {
             let n = u64::try_from(n).unwrap_or(0);
             total += n;
             if n == 0 {
+                break;
+            }
+        }
+        // The attempts recorded before the window whose row is gone (not counted).
+        let attempts = crate::attempts::purge_orphans(
+            self.schema(),
+            box_kind,
+            "statement_timestamp() - $1::float8 * interval '1 second'",
+        );
+        loop {
+            let done = sqlx::query(&attempts)
+                .bind(seconds(older_than))
+                .bind(10_000_i64)
+                .execute(self.pool())
+                .await
+                .map_err(|e| sqlx_error("purge old attempts", e))?;
+            if done.rows_affected() == 0 {
                 return Ok(total);
             }
         }

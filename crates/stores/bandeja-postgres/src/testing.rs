@@ -1,7 +1,9 @@
 //! Test support (feature `testing`) for code that runs against a real PostgreSQL: the
 //! database tests use, a fresh migrated store in a schema of its own per test (so tests run
 //! in parallel) that a guard drops afterwards, and the rule for an unreachable server —
-//! the test fails when `CI=true` (or `1`), and is skipped after a notice otherwise.
+//! the test fails when `CI=true` (or `1`), and is skipped after a notice otherwise. For the
+//! TLS tests, the root certificate the local server's certificate is signed by
+//! ([`tls_root_certificate`], from `PG_TEST_SSLROOTCERT` or `scripts/ci/postgres-tls.sh`).
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -13,6 +15,9 @@
 //! ```
 
 use std::io::Write;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use bandeja_core::Store;
@@ -31,10 +36,87 @@ pub fn database_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
+/// The tests' database URL ([`database_url`]) with `query` added to its query string
+/// (`host=…` overrides the URL's host; `sslmode=…&sslrootcert=…` sets TLS).
+#[must_use]
+pub fn database_url_with(query: &str) -> String {
+    let url = database_url();
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}{query}")
+}
+
+/// The environment variable naming the root certificate (PEM) the local server's TLS
+/// certificate is signed by; `.ci/run` sets it to what `scripts/ci/postgres-tls.sh`
+/// prints. (Not a `BANDEJA_*` name: the CLI rejects the `BANDEJA_*` variables it does not
+/// know.)
+pub const TLS_ROOT_CERTIFICATE_VARIABLE: &str = "PG_TEST_SSLROOTCERT";
+
+/// The script of this repository that makes a CA and a server certificate, turns TLS on in
+/// the local cluster and prints the CA's path (it needs root and `pg_ctlcluster`).
+const TLS_SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../scripts/ci/postgres-tls.sh"
+);
+
+/// The root certificate the local server's TLS certificate is signed by (its folder also
+/// holds `other-ca.crt`, a CA that signed nothing the server shows), for tests of
+/// `sslmode=verify-full`: [`TLS_ROOT_CERTIFICATE_VARIABLE`] when set, or else the path
+/// `scripts/ci/postgres-tls.sh` prints, run once per test binary. When neither gives one:
+/// panics in CI (see [`in_ci`]), prints a notice and returns `None` otherwise.
+#[must_use]
+pub fn tls_root_certificate() -> Option<PathBuf> {
+    static CA: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let ca = CA.get_or_init(|| {
+        if let Some(path) = std::env::var_os(TLS_ROOT_CERTIFICATE_VARIABLE) {
+            return Ok(PathBuf::from(path));
+        }
+        let output = Command::new("bash")
+            .arg(TLS_SCRIPT)
+            .output()
+            .map_err(|e| format!("cannot run {TLS_SCRIPT}: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "{TLS_SCRIPT} failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        Ok(PathBuf::from(
+            String::from_utf8_lossy(&output.stdout).trim().to_owned(),
+        ))
+    });
+    match ca {
+        Ok(path) => Some(path.clone()),
+        Err(error) => {
+            skip_or_fail(
+                &format!("TLS for PostgreSQL is not set up ({error})"),
+                &format!(
+                    "set {TLS_ROOT_CERTIFICATE_VARIABLE} or run scripts/ci/postgres-tls.sh as root"
+                ),
+            );
+            None
+        }
+    }
+}
+
 /// Whether this runs in CI (`CI=true` or `CI=1`), where a missing service is a failure.
 #[must_use]
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The rule for something a test needs and does not find (`what`, e.g. "PostgreSQL is
+/// unreachable at …"; `hint`, what to do): panics in CI (see [`in_ci`]); otherwise prints
+/// a notice that the test is skipped, and the caller returns.
+///
+/// # Panics
+///
+/// In CI, with `what` and `hint`.
+pub fn skip_or_fail(what: &str, hint: &str) {
+    assert!(!in_ci(), "{what}: {hint}");
+    let _ = writeln!(
+        std::io::stderr(),
+        "notice: {what}; skipping this test: {hint}"
+    );
 }
 
 /// Drops its schema (`DROP SCHEMA … CASCADE`) when dropped, on a thread of its own with its
@@ -106,13 +188,9 @@ pub async fn reachable() -> bool {
             Ok(Err(error)) => error.to_string(),
             Err(_) => "timed out".to_owned(),
         };
-    assert!(
-        !in_ci(),
-        "PostgreSQL is unreachable at {url} ({error}): {START_HINT}"
-    );
-    let _ = writeln!(
-        std::io::stderr(),
-        "notice: PostgreSQL is unreachable at {url} ({error}); skipping this test: {START_HINT}"
+    skip_or_fail(
+        &format!("PostgreSQL is unreachable at {url} ({error})"),
+        START_HINT,
     );
     false
 }

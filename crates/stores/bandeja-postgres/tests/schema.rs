@@ -64,6 +64,7 @@ async fn migrations_create_the_boxes_in_the_schema_and_are_idempotent() {
             "inbox_events",
             "inbox_events_archive",
             "inbox_events_dedup",
+            "message_attempts",
             "outbox_commands",
             "outbox_commands_archive",
             "outbox_events",

@@ -1,7 +1,9 @@
-//! `Admin` for SQLite: counters, listings, counts, retry, replay, outbox replay, purge and
-//! archive (see [`bandeja_core::admin`]). SQL in [`sql`] (outbox replay: [`outbox_replay`]);
-//! table names only from [`BoxKind`].
+//! `Admin` for SQLite: counters, listings (of the boxes or their archives), counts, retry,
+//! replay, outbox replay, purge and archive (see [`bandeja_core::admin`]); discard,
+//! archive pruning, attempts and the timeline in [`history`]. SQL in [`sql`] (outbox
+//! replay: [`outbox_replay`]); table names only from [`BoxKind`].
 
+mod history;
 mod outbox_replay;
 mod sql;
 mod subscribers;
@@ -144,6 +146,7 @@ impl Admin for SqliteStore {
         filter: &MessageFilter,
         page: Page,
     ) -> Result<Vec<MessageView>, StoreError> {
+        filter.check_read()?;
         let mut views = Vec::new();
         for box_kind in filter.boxes() {
             let statement = sql::list(box_kind, filter, page);
@@ -160,6 +163,7 @@ impl Admin for SqliteStore {
     }
 
     async fn count(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
+        filter.check_read()?;
         let mut total = 0;
         for box_kind in filter.boxes() {
             let n: i64 = sql::count(box_kind, filter)
@@ -177,13 +181,15 @@ impl Admin for SqliteStore {
     async fn show(&self, id: MessageId) -> Result<Vec<MessageView>, StoreError> {
         let mut views = Vec::new();
         for box_kind in BoxKind::ALL {
-            let rows = sqlx::query(&sql::show(box_kind))
-                .bind(id.to_string())
-                .fetch_all(self.pool())
-                .await
-                .map_err(|e| sqlx_error("show a message", e))?;
-            for row in &rows {
-                views.push(sql::message_view(row, box_kind)?);
+            for archived in [false, true] {
+                let rows = sqlx::query(&sql::show(box_kind, archived))
+                    .bind(id.to_string())
+                    .fetch_all(self.pool())
+                    .await
+                    .map_err(|e| sqlx_error("show a message", e))?;
+                for row in &rows {
+                    views.push(sql::message_view(row, box_kind)?);
+                }
             }
         }
         Ok(views)
@@ -221,9 +227,11 @@ impl Admin for SqliteStore {
                 .map_err(|e| sqlx_error("purge completed rows", e))?;
             total += done.rows_affected();
             if done.rows_affected() < count(sql::BATCH) {
-                return Ok(total);
+                break;
             }
         }
+        history::purge_attempts(self, box_kind, &before).await?;
+        Ok(total)
     }
 
     async fn archive(
@@ -266,6 +274,36 @@ impl Admin for SqliteStore {
                 return Ok(total);
             }
         }
+    }
+
+    async fn discard(
+        &self,
+        filter: &MessageFilter,
+        discard: &bandeja_core::admin::Discard,
+    ) -> Result<u64, StoreError> {
+        history::discard(self, filter, discard).await
+    }
+
+    async fn purge_archive(
+        &self,
+        box_kind: BoxKind,
+        older_than: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        history::purge_archive(self, box_kind, older_than).await
+    }
+
+    async fn attempts(
+        &self,
+        id: MessageId,
+    ) -> Result<Vec<bandeja_core::admin::AttemptView>, StoreError> {
+        history::attempts(self, id).await
+    }
+
+    async fn timeline(
+        &self,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<bandeja_core::admin::MinuteStats>, StoreError> {
+        history::timeline(self, since).await
     }
 
     async fn subscriptions(

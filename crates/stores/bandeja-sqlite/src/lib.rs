@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod admin;
+mod attempts;
 mod completion;
 mod decode;
 mod queries;

@@ -42,6 +42,10 @@ pub(crate) struct BoxQueries {
     pub(crate) stale_processing: String,
     /// Every row of `<box>_archive`.
     pub(crate) archived: String,
+    /// The attempts history (`?1` JSON outcomes, `?2` worker), run only for outcome
+    /// batches holding a failure: records them, then keeps the latest of each row.
+    pub(crate) record_attempts: String,
+    pub(crate) prune_attempts: String,
 }
 
 impl BoxQueries {
@@ -126,6 +130,8 @@ impl BoxQueries {
             stale_pending: crate::staleness::fail_stale(t, inbox, mode, false),
             stale_processing: crate::staleness::fail_stale(t, inbox, mode, true),
             archived: completion::archived_rows(box_kind),
+            record_attempts: crate::attempts::record(box_kind),
+            prune_attempts: crate::attempts::prune(box_kind),
         }
     }
 }

@@ -136,12 +136,30 @@ async fn resolve_on(
     }
     let queries = store.queries(box_kind);
     let json = outcomes_json(outcomes);
+    // Failed attempts are recorded first, while their rows are still PROCESSING and held
+    // (the caller's transaction makes it one change with the outcomes).
+    let failed = crate::attempts::any_failed(outcomes);
+    if failed {
+        sqlx::query(&queries.record_attempts)
+            .bind(&json)
+            .bind(worker_id)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| sqlx_error("record failed attempts", e))?;
+    }
     let done = sqlx::query(&queries.resolve)
         .bind(&json)
         .bind(worker_id)
         .execute(&mut *conn)
         .await
         .map_err(|e| sqlx_error("write outcomes", e))?;
+    if failed {
+        sqlx::query(&queries.prune_attempts)
+            .bind(&json)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| sqlx_error("prune the attempts history", e))?;
+    }
     // `archive`/`delete`: the rows just completed move out, in the caller's transaction.
     for sql in [&queries.completion.archive, &queries.completion.delete]
         .into_iter()
@@ -408,8 +426,10 @@ impl Store for SqliteStore {
         worker_id: &str,
         outcomes: &[Outcome],
     ) -> Result<(), StoreError> {
-        if self.queries(box_kind).mode != CompletionMode::Update {
-            // Several statements: one transaction.
+        // Several statements (a completion mode's, the attempts history's): one transaction.
+        if self.queries(box_kind).mode != CompletionMode::Update
+            || crate::attempts::any_failed(outcomes)
+        {
             let mut tx = self
                 .pool()
                 .begin_with("BEGIN IMMEDIATE")
@@ -531,6 +551,20 @@ impl Store for SqliteStore {
                 if done.rows_affected() == 0 {
                     break;
                 }
+            }
+        }
+        // The attempts recorded before the window whose row is gone (not counted).
+        let attempts =
+            crate::attempts::purge_orphans(box_kind, "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1)");
+        loop {
+            let done = sqlx::query(&attempts)
+                .bind(&modifier)
+                .bind(10_000_i64)
+                .execute(self.pool())
+                .await
+                .map_err(|e| sqlx_error("purge old attempts", e))?;
+            if done.rows_affected() == 0 {
+                break;
             }
         }
         Ok(total)

@@ -197,6 +197,7 @@ pub async fn outbox_replay_runs_in_batches_and_takes_each_row_once<S: Admin>(sto
             let page = Page {
                 limit: N,
                 before_seq: None,
+                after_seq: None,
             };
             let views = store.list(&all, page).await.expect("list");
             assert_eq!(views.len(), N);

@@ -74,18 +74,34 @@ pub(super) fn table(schema: &str, box_kind: BoxKind) -> String {
     format!("\"{schema}\".{}", box_kind.table())
 }
 
-/// The columns `row_view` reads plus the operator columns.
-fn select_columns(box_kind: BoxKind) -> String {
+/// The columns `row_view` reads plus the operator columns, of a box or (`archived`) of
+/// its archive table.
+fn select_columns(box_kind: BoxKind, archived: bool) -> String {
     let inbox = box_kind.is_inbox();
     let received = if inbox {
         "received_at"
     } else {
         "NULL::timestamptz AS received_at"
     };
+    let archive = if archived {
+        "archived_at, discarded_by, discard_reason"
+    } else {
+        "NULL::timestamptz AS archived_at, NULL::text AS discarded_by, NULL::text AS discard_reason"
+    };
     format!(
-        "{}, {received}, last_modified_at, resubmitted_count, resubmitted_at, NULL::text AS taken_over_from",
+        "{}, {received}, last_modified_at, resubmitted_count, resubmitted_at, \
+         NULL::text AS taken_over_from, {archive}",
         column_list("", inbox)
     )
+}
+
+/// The schema-qualified table a filter reads in a box: the box, or its archive table.
+pub(super) fn source(schema: &str, box_kind: BoxKind, archived: bool) -> String {
+    if archived {
+        format!("\"{schema}\".{}", archive_table(box_kind))
+    } else {
+        table(schema, box_kind)
+    }
 }
 
 /// `AND ...` for each filter field set (the status only when `with_status`). `completed`:
@@ -117,6 +133,10 @@ pub(super) fn filter_clauses(
         let p = binder.push(Value::Uuid(id.0), "uuid");
         sql.push_str(&format!(" AND id = {p}"));
     }
+    if let Some(correlation) = &filter.correlation_id {
+        let p = binder.push(Value::Text(correlation.clone()), "text");
+        sql.push_str(&format!(" AND headers->>'correlation_id' = {p}"));
+    }
     if let Some(since) = filter.since {
         let p = binder.push(Value::Time(horizon(since)), "timestamptz");
         sql.push_str(&format!(" AND created_at >= {p}"));
@@ -134,13 +154,20 @@ pub(super) fn filter_clauses(
         let p = binder.push(Value::Time(horizon(before)), "timestamptz");
         sql.push_str(&format!(" AND completed_at < {p}"));
     }
+    if let Some(before) = filter.archived_before {
+        // Only the archive tables have the column: the callers refuse it otherwise
+        // (`MessageFilter::check_read`). Rounded as `purge_archive` rounds its horizon.
+        let p = binder.push(Value::Time(horizon(before)), "timestamptz");
+        sql.push_str(&format!(" AND archived_at < {p}"));
+    }
     sql
 }
 
 /// An instant a time column is compared with (a purge / archive horizon, a filter's
-/// `since`, `until`, `completed_before`), rounded *up* to the microsecond PostgreSQL
-/// records, so that the recorded value is what is compared. sqlx would truncate it, and a
-/// truncated horizon spares the rows completed in its own microsecond.
+/// `since`, `until`, `completed_before`, `archived_before`), rounded *up* to the
+/// microsecond PostgreSQL records, so that the recorded value is what is compared. sqlx
+/// would truncate it, and a truncated horizon spares the rows completed in its own
+/// microsecond.
 pub(super) fn horizon(t: DateTime<Utc>) -> DateTime<Utc> {
     t.duration_round_up(chrono::TimeDelta::microseconds(1))
         .unwrap_or(t)
@@ -154,7 +181,7 @@ pub(super) fn count(schema: &str, box_kind: BoxKind, filter: &MessageFilter) -> 
     Statement {
         sql: format!(
             "SELECT count(*) AS n FROM {} WHERE true{clauses}",
-            table(schema, box_kind)
+            source(schema, box_kind, filter.archived)
         ),
         values: binder.values,
     }
@@ -174,28 +201,42 @@ pub(super) fn list(
         let p = binder.push(Value::Int(before), "int8");
         clauses.push_str(&format!(" AND seq < {p}"));
     }
+    if let Some(after) = page.after_seq {
+        let p = binder.push(Value::Int(after), "int8");
+        clauses.push_str(&format!(" AND seq > {p}"));
+    }
     let limit = binder.push(Value::Int(page.sql_limit()), "int8");
-    Statement {
-        sql: format!(
-            "SELECT {} FROM {} WHERE true{clauses} ORDER BY seq DESC LIMIT {limit}",
-            select_columns(box_kind),
-            table(schema, box_kind)
+    let columns = select_columns(box_kind, filter.archived);
+    let table = source(schema, box_kind, filter.archived);
+    // After a `seq`: the rows closest above it, listed newest first like every page.
+    let sql = match page.after_seq {
+        None => format!(
+            "SELECT {columns} FROM {table} WHERE true{clauses} ORDER BY seq DESC LIMIT {limit}"
         ),
+        Some(_) => format!(
+            "SELECT * FROM (SELECT {columns} FROM {table} WHERE true{clauses} \
+             ORDER BY seq ASC LIMIT {limit}) AS page ORDER BY seq DESC"
+        ),
+    };
+    Statement {
+        sql,
         values: binder.values,
     }
 }
 
-/// The rows of message `$1` in a box (a primary-key lookup).
-pub(super) fn show(schema: &str, box_kind: BoxKind) -> String {
+/// The rows of message `$1` in a box (a primary-key lookup) or (`archived`) in its archive
+/// (the `<box>_archive_id` index), by subscriber, then oldest archived first.
+pub(super) fn show(schema: &str, box_kind: BoxKind, archived: bool) -> String {
     format!(
-        "SELECT {} FROM {} WHERE id = $1::uuid ORDER BY {}seq",
-        select_columns(box_kind),
-        table(schema, box_kind),
+        "SELECT {} FROM {} WHERE id = $1::uuid ORDER BY {}{}seq",
+        select_columns(box_kind, archived),
+        source(schema, box_kind, archived),
         if box_kind.is_inbox() {
             "subscriber, "
         } else {
             ""
-        }
+        },
+        if archived { "archived_at, " } else { "" },
     )
 }
 
@@ -264,6 +305,45 @@ pub(super) fn archive(schema: &str, box_kind: BoxKind) -> String {
     )
 }
 
+/// Moves the next batch of FAILED rows matching `filter` (through the FAILED index) into
+/// the archive with who and why, in one statement; rows affected: how many moved.
+pub(super) fn discard(
+    schema: &str,
+    box_kind: BoxKind,
+    filter: &MessageFilter,
+    discard: &bandeja_core::admin::Discard,
+) -> Statement {
+    let mut binder = Binder::default();
+    let clauses = filter_clauses(filter, false, false, &mut binder);
+    let batch = binder.push(Value::Int(BATCH), "int8");
+    let by = binder.push(Value::Text(discard.by.clone()), "text");
+    let reason = binder.push(Value::Text(discard.reason.clone()), "text");
+    let t = table(schema, box_kind);
+    let columns = archive_columns(box_kind.is_inbox());
+    Statement {
+        sql: format!(
+            "WITH moved AS ( \
+               DELETE FROM {t} WHERE ctid = ANY(ARRAY( \
+                 SELECT ctid FROM {t} WHERE status = 'FAILED'{clauses} ORDER BY seq LIMIT {batch})) \
+               AND status = 'FAILED' RETURNING {columns}) \
+             INSERT INTO {archive} ({columns}, archived_at, discarded_by, discard_reason) \
+             SELECT {columns}, {NOW}, {by}, {reason} FROM moved",
+            archive = source(schema, box_kind, true),
+        ),
+        values: binder.values,
+    }
+}
+
+/// `$1` horizon, `$2` batch size: deletes a batch of archived rows archived before it (the
+/// archive's BRIN index on `archived_at`).
+pub(super) fn purge_archive(schema: &str, box_kind: BoxKind) -> String {
+    let archive = source(schema, box_kind, true);
+    format!(
+        "DELETE FROM {archive} WHERE ctid = ANY(ARRAY( \
+           SELECT ctid FROM {archive} WHERE archived_at < $1::timestamptz LIMIT $2::int8))"
+    )
+}
+
 /// Per tenant and status: count, oldest `last_modified_at`, rows last modified more than
 /// `$1` seconds ago (stuck: an old row an operator just retried is not), rows taken over
 /// at least once. Live rows through the live index, FAILED rows through the FAILED index:
@@ -327,5 +407,8 @@ pub(super) fn message_view(row: &PgRow, box_kind: BoxKind) -> Result<MessageView
         resubmitted_count: u32::try_from(resubmitted)
             .map_err(|_| bad(format!("resubmitted_count out of range: {resubmitted}")))?,
         resubmitted_at: row.try_get("resubmitted_at").map_err(bad)?,
+        archived_at: row.try_get("archived_at").map_err(bad)?,
+        discarded_by: row.try_get("discarded_by").map_err(bad)?,
+        discard_reason: row.try_get("discard_reason").map_err(bad)?,
     })
 }
