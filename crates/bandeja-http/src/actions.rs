@@ -3,29 +3,27 @@
 //! COMPLETED rows. Every one needs the admin token.
 
 use axum::extract::Path;
-use axum::http::HeaderMap;
 use axum::Json;
 use bandeja_core::admin::{Admin, MessageFilter, OutboxReplay, ReplayRefused};
 use bandeja_core::StoreError;
 use bandeja_core::{BoxKind, MessageStatus};
 use serde_json::{json, Value};
 
-use crate::auth;
+use crate::audit::{self, Caller, Details};
 use crate::error::ApiError;
 use crate::filter::{self, Params, FILTER_KEYS};
 use crate::messages::{pairs, RawQuery};
-use crate::options::HttpOptions;
 use crate::router::Shared;
 
 /// `POST /messages/{id}/retry[?box=&subscriber=]`: the FAILED rows of one message go back
 /// to PENDING. 404 when there is no such message, 409 when none of its rows is FAILED.
 pub(crate) async fn retry_one<A: Admin>(
     state: Shared<A>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<String>,
     query: RawQuery,
 ) -> Result<Json<Value>, ApiError> {
-    auth::require_token(&state.options, &headers)?;
+    caller.require_token("retry one")?;
     let id = filter::message_id(&id)
         .map_err(|why| ApiError::BadRequest(format!("bad message id in the path: {why}")))?;
     let params = Params::new(pairs(query)?, &[&["box", "subscriber"]])?;
@@ -44,48 +42,66 @@ pub(crate) async fn retry_one<A: Admin>(
             .iter()
             .map(|v| {
                 let m = &v.row.message;
+                let place = match v.archived_at {
+                    Some(_) => format!("{}_archive", m.box_kind),
+                    None => m.box_kind.to_string(),
+                };
                 match &m.subscriber {
-                    Some(s) => format!("{} ({s}): {}", m.box_kind, m.status),
-                    None => format!("{}: {}", m.box_kind, m.status),
+                    Some(s) => format!("{place} ({s}): {}", m.status),
+                    None => format!("{place}: {}", m.status),
                 }
             })
             .collect();
+        let archived = rows.iter().any(|v| v.archived_at.is_some());
         return Err(ApiError::Conflict(format!(
-            "message {id} has no FAILED row to retry ({})",
-            statuses.join("; ")
+            "message {id} has no FAILED row to retry ({}){}",
+            statuses.join("; "),
+            if archived {
+                "; archived rows (discarded or archived) are not retried: replay the outbox \
+                 to send the message again"
+            } else {
+                ""
+            }
         )));
     }
-    tracing::info!(%id, retried, "operator retried a message over HTTP");
+    audit::action(
+        &caller,
+        "retry one",
+        Details::new()
+            .message(id)
+            .filter(&filter)
+            .with("retried", retried),
+    );
     Ok(Json(json!({ "retried": retried })))
 }
 
 /// The token check, then the filter a bulk action's query describes.
 fn bulk_filter(
-    options: &HttpOptions,
-    headers: &HeaderMap,
+    caller: &Caller,
+    action: &'static str,
     query: RawQuery,
 ) -> Result<MessageFilter, ApiError> {
-    auth::require_token(options, headers)?;
-    Params::new(pairs(query)?, &[FILTER_KEYS])?.filter()
+    caller.require_token(action)?;
+    Params::new(pairs(query)?, &[FILTER_KEYS])?.action_filter()
 }
 
 /// `POST /retry?<filter>`: every FAILED row matching the filter goes back to PENDING.
 pub(crate) async fn retry<A: Admin>(
     state: Shared<A>,
-    headers: HeaderMap,
+    caller: Caller,
     query: RawQuery,
 ) -> Result<Json<Value>, ApiError> {
-    let filter = bulk_filter(&state.options, &headers, query)?;
+    let filter = bulk_filter(&caller, "retry", query)?;
     if filter.status.is_some_and(|s| s != MessageStatus::Failed) {
         return Err(ApiError::BadRequest(
             "retry resubmits FAILED rows only: leave `status` out or set it to FAILED".to_owned(),
         ));
     }
     let retried = state.admin.retry(&filter).await?;
-    tracing::info!(
-        retried,
-        ?filter,
-        "operator retried FAILED messages over HTTP"
+    audit::action(
+        &caller,
+        "retry",
+        Details::new().filter(&filter).with("retried", retried),
     );
     Ok(Json(json!({ "retried": retried })))
 }
@@ -94,10 +110,10 @@ pub(crate) async fn retry<A: Admin>(
 /// At least one filter is required (replaying every handled message is never a default).
 pub(crate) async fn replay<A: Admin>(
     state: Shared<A>,
-    headers: HeaderMap,
+    caller: Caller,
     query: RawQuery,
 ) -> Result<Json<Value>, ApiError> {
-    let filter = bulk_filter(&state.options, &headers, query)?;
+    let filter = bulk_filter(&caller, "replay", query)?;
     let narrowed = MessageFilter {
         status: None,
         ..filter.clone()
@@ -120,7 +136,11 @@ pub(crate) async fn replay<A: Admin>(
         ));
     }
     let replayed = state.admin.replay(&filter).await?;
-    tracing::info!(replayed, ?filter, "operator replayed messages over HTTP");
+    audit::action(
+        &caller,
+        "replay",
+        Details::new().filter(&filter).with("replayed", replayed),
+    );
     Ok(Json(json!({ "replayed": replayed })))
 }
 
@@ -141,10 +161,10 @@ fn refused(error: StoreError) -> ApiError {
 /// counts: `{"matched": n, "dry_run": true}`; otherwise `{"replayed": n}`.
 pub(crate) async fn replay_outbox<A: Admin>(
     state: Shared<A>,
-    headers: HeaderMap,
+    caller: Caller,
     query: RawQuery,
 ) -> Result<Json<Value>, ApiError> {
-    auth::require_token(&state.options, &headers)?;
+    caller.require_token("replay outbox")?;
     let params = Params::new(pairs(query)?, &[FILTER_KEYS, &["all", "dry_run"]])?;
     let replay = OutboxReplay {
         filter: params.filter()?,
@@ -160,10 +180,13 @@ pub(crate) async fn replay_outbox<A: Admin>(
         return Ok(Json(json!({ "matched": matched, "dry_run": true })));
     }
     let replayed = state.admin.replay_outbox(&replay).await.map_err(refused)?;
-    tracing::info!(
-        replayed,
-        ?replay,
-        "operator replayed outbox messages over HTTP"
+    audit::action(
+        &caller,
+        "replay outbox",
+        Details::new()
+            .filter(&replay.filter)
+            .with("all", replay.all)
+            .with("replayed", replayed),
     );
     Ok(Json(json!({ "replayed": replayed })))
 }
@@ -177,13 +200,24 @@ enum Cleanup {
 
 async fn cleanup<A: Admin>(
     state: Shared<A>,
-    headers: HeaderMap,
+    caller: Caller,
     query: RawQuery,
     action: Cleanup,
 ) -> Result<Json<Value>, ApiError> {
-    auth::require_token(&state.options, &headers)?;
-    let params = Params::new(pairs(query)?, &[&["box", "older_than", "completed_before"]])?;
+    let key = match action {
+        Cleanup::Purge => "purge",
+        Cleanup::Archive => "archive",
+    };
+    caller.require_token(key)?;
+    let keys: &[&str] = match action {
+        Cleanup::Purge => &["box", "older_than", "completed_before", "archive"],
+        Cleanup::Archive => &["box", "older_than", "completed_before"],
+    };
+    let params = Params::new(pairs(query)?, &[keys])?;
     let horizon = params.horizon()?;
+    if matches!(action, Cleanup::Purge) && params.flag("archive")? {
+        return purge_archive(state, caller, &params, horizon).await;
+    }
     let boxes: Vec<BoxKind> = match params.filter()?.box_kind {
         Some(one) => vec![one],
         None => BoxKind::ALL.to_vec(),
@@ -202,28 +236,69 @@ async fn cleanup<A: Admin>(
         Cleanup::Purge => "purged",
         Cleanup::Archive => "archived",
     };
-    tracing::info!(total, action = key, %horizon, "operator cleaned up COMPLETED rows over HTTP");
+    let details = Details::new()
+        .with("completed_before", horizon)
+        .with("boxes", serde_json::Value::Object(per_box.clone()))
+        .with(key, total);
+    match action {
+        // Deleted for good.
+        Cleanup::Purge => audit::destructive(&caller, "purge", details),
+        Cleanup::Archive => audit::action(&caller, "archive", details),
+    }
     Ok(Json(
         json!({ key: total, "boxes": per_box, "completed_before": horizon }),
     ))
 }
 
+/// `POST /purge?archive=true&box=&older_than=|completed_before=`: deletes the archived rows
+/// (archived COMPLETED rows, discarded FAILED rows) archived before the horizon.
+async fn purge_archive<A: Admin>(
+    state: Shared<A>,
+    caller: Caller,
+    params: &Params,
+    horizon: chrono::DateTime<chrono::Utc>,
+) -> Result<Json<Value>, ApiError> {
+    let boxes: Vec<BoxKind> = match params.filter()?.box_kind {
+        Some(one) => vec![one],
+        None => BoxKind::ALL.to_vec(),
+    };
+    let mut per_box = serde_json::Map::new();
+    let mut total = 0u64;
+    for box_kind in boxes {
+        let n = state.admin.purge_archive(box_kind, horizon).await?;
+        total += n;
+        per_box.insert(box_kind.table().to_owned(), json!(n));
+    }
+    audit::destructive(
+        &caller,
+        "purge archive",
+        Details::new()
+            .with("archived_before", horizon)
+            .with("boxes", serde_json::Value::Object(per_box.clone()))
+            .with("purged", total),
+    );
+    Ok(Json(
+        json!({ "purged": total, "boxes": per_box, "archived_before": horizon, "archive": true }),
+    ))
+}
+
 /// `POST /purge?box=&older_than=|completed_before=`: deletes COMPLETED rows completed
-/// before the horizon (every box when `box` is left out).
+/// before the horizon (every box when `box` is left out); with `archive=true`, the rows of
+/// the archive tables archived before it instead.
 pub(crate) async fn purge<A: Admin>(
     state: Shared<A>,
-    headers: HeaderMap,
+    caller: Caller,
     query: RawQuery,
 ) -> Result<Json<Value>, ApiError> {
-    cleanup(state, headers, query, Cleanup::Purge).await
+    cleanup(state, caller, query, Cleanup::Purge).await
 }
 
 /// `POST /archive?box=&older_than=|completed_before=`: moves COMPLETED rows completed
 /// before the horizon into the archive tables.
 pub(crate) async fn archive<A: Admin>(
     state: Shared<A>,
-    headers: HeaderMap,
+    caller: Caller,
     query: RawQuery,
 ) -> Result<Json<Value>, ApiError> {
-    cleanup(state, headers, query, Cleanup::Archive).await
+    cleanup(state, caller, query, Cleanup::Archive).await
 }

@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use bandeja_core::admin::{MessageFilter, Page};
+use bandeja_core::admin::listing::Cursor;
+use bandeja_core::admin::MessageFilter;
 use bandeja_core::{BoxKind, MessageId, MessageStatus, TenantId};
 use chrono::{DateTime, NaiveDate, Utc};
 
@@ -21,6 +22,8 @@ pub(crate) const FILTER_KEYS: &[&str] = &[
     "since",
     "until",
     "id",
+    "correlation_id",
+    "archived",
 ];
 
 /// Largest page the HTTP listing returns.
@@ -80,7 +83,9 @@ impl Params {
             since: self.parse("since", instant)?,
             until: self.parse("until", instant)?,
             id: self.parse("id", message_id)?,
-            completed_before: None,
+            correlation_id: self.parse("correlation_id", |v| text(v, 255))?,
+            archived: self.flag("archived")?,
+            ..MessageFilter::default()
         };
         if let (Some(since), Some(until)) = (filter.since, filter.until) {
             if since >= until {
@@ -88,6 +93,21 @@ impl Params {
                     "`since` ({since}) must be before `until` ({until})"
                 )));
             }
+        }
+        Ok(filter)
+    }
+
+    /// The filter of an action on rows (retry, replay, discard): [`Params::filter`], with
+    /// `archived=true` refused — archived rows are listed, not acted on.
+    pub(crate) fn action_filter(&self) -> Result<MessageFilter, ApiError> {
+        let filter = self.filter()?;
+        if filter.archived {
+            return Err(bad(
+                "`archived=true` lists the archive tables; retry, replay and discard act on \
+                 the rows in the boxes: leave `archived` out (to send archived outbox rows \
+                 again, use POST /replay/outbox)"
+                    .to_owned(),
+            ));
         }
         Ok(filter)
     }
@@ -102,19 +122,37 @@ impl Params {
         .map(|flag| flag.unwrap_or(false))
     }
 
-    /// The page: `limit` (1 to 1000, default 100) and `before` (a `seq`).
-    pub(crate) fn page(&self) -> Result<Page, ApiError> {
+    /// The page: `limit` (1 to 1000, default 100) and where it starts: `cursor` (the
+    /// `older` or `newer` of a previous page), or `before` (a row `seq`, with `box` only:
+    /// seqs are per box).
+    pub(crate) fn page(&self) -> Result<(usize, Option<Cursor>), ApiError> {
         let limit = self
             .parse("limit", |v| match v.parse::<usize>() {
                 Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
                 _ => Err(format!("expected a whole number from 1 to {MAX_LIMIT}")),
             })?
             .unwrap_or(100);
+        let cursor = self.parse("cursor", |v| v.parse::<Cursor>().map_err(|e| e.to_string()))?;
         let before_seq = self.parse("before", |v| {
             v.parse::<i64>()
                 .map_err(|_| "expected a row `seq` (a whole number)".to_owned())
         })?;
-        Ok(Page { limit, before_seq })
+        let Some(before_seq) = before_seq else {
+            return Ok((limit, cursor));
+        };
+        if cursor.is_some() {
+            return Err(bad(
+                "give `cursor` or `before`, not both (`cursor` pages across boxes)".to_owned(),
+            ));
+        }
+        let Some(box_kind) = self.filter()?.box_kind else {
+            return Err(bad(
+                "`before` is a row `seq`, which counts per box: give `box` with it, or page \
+                 with `cursor` (the `older` of the previous page)"
+                    .to_owned(),
+            ));
+        };
+        Ok((limit, Some(Cursor::older_than(box_kind, before_seq))))
     }
 
     /// The purge / archive horizon: `older_than` (a duration: `7d`, `P7D`) or
@@ -136,7 +174,7 @@ impl Params {
         }
     }
 
-    fn parse<T>(
+    pub(crate) fn parse<T>(
         &self,
         key: &str,
         parse: impl FnOnce(&str) -> Result<T, String>,
@@ -211,7 +249,7 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        Params::new(pairs, &[FILTER_KEYS, &["limit", "before"]])
+        Params::new(pairs, &[FILTER_KEYS, &["limit", "before", "cursor"]])
     }
 
     #[test]
@@ -241,8 +279,11 @@ mod tests {
             filter.since.map(|s| s.to_rfc3339()),
             Some("2024-05-01T00:00:00+00:00".to_owned())
         );
-        let page = given.page().unwrap();
-        assert_eq!((page.limit, page.before_seq), (20, Some(99)));
+        let (limit, cursor) = given.page().unwrap();
+        assert_eq!(limit, 20);
+        let cursor = cursor.expect("`before` with `box` is a cursor");
+        assert_eq!(cursor.bound(BoxKind::InboxEvents), Some(99));
+        assert_eq!(cursor.bound(BoxKind::OutboxEvents), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use axum::extract::{Path, Query};
 use axum::http::HeaderMap;
 use axum::Json;
-use bandeja_core::admin::{Admin, MessageView};
+use bandeja_core::admin::{listing, Admin, AttemptView, MessageView};
 use bandeja_core::Headers;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -54,6 +54,12 @@ pub(crate) struct Row {
     resubmitted_count: u32,
     resubmitted_at: Option<DateTime<Utc>>,
     headers: Headers,
+    /// When the row was moved into its box's archive (`null`: it is in the box).
+    archived_at: Option<DateTime<Utc>>,
+    /// Who discarded it (a FAILED row given up on), when it was.
+    discarded_by: Option<String>,
+    /// Why it was discarded.
+    discard_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     payload: Option<serde_json::Value>,
 }
@@ -91,6 +97,9 @@ impl Row {
             resubmitted_count: view.resubmitted_count,
             resubmitted_at: view.resubmitted_at,
             headers: record.headers,
+            archived_at: view.archived_at,
+            discarded_by: view.discarded_by,
+            discard_reason: view.discard_reason,
             payload,
         }
     }
@@ -99,25 +108,48 @@ impl Row {
 /// The body of `GET /messages`.
 #[derive(Debug, Serialize)]
 pub(crate) struct Listing {
+    /// Newest first, across every box the filter covers; exactly `limit` rows while more
+    /// match.
     messages: Vec<Row>,
-    /// Pass as `before` to get the next page (the smallest `seq` listed).
-    next_before: Option<i64>,
+    /// How many rows match the filter, every page counted (`null` with `total=false`).
+    total: Option<u64>,
+    /// Pass as `cursor` for the next, older page (`null`: none).
+    older: Option<String>,
+    /// Pass as `cursor` for the previous, newer page (`null`: this is the first).
+    newer: Option<String>,
 }
 
-/// `GET /messages?box=&status=&tenant=&type=&subscriber=&since=&until=&id=&limit=&before=`.
+/// `GET /messages?box=&status=&tenant=&type=&subscriber=&correlation_id=&since=&until=&id=&archived=&limit=&cursor=&total=`
+/// (and `before=<seq>` with `box`).
 pub(crate) async fn list<A: Admin>(
     state: Shared<A>,
     headers: HeaderMap,
     query: RawQuery,
 ) -> Result<Json<Listing>, ApiError> {
     auth::allow_read(&state.options, &headers)?;
-    let params = Params::new(pairs(query)?, &[FILTER_KEYS, &["limit", "before"]])?;
-    let (filter, page) = (params.filter()?, params.page()?);
-    let views = state.admin.list(&filter, page).await?;
-    let next_before = views.iter().map(|v| v.row.message.seq).min();
+    let params = Params::new(
+        pairs(query)?,
+        &[FILTER_KEYS, &["limit", "before", "cursor", "total"]],
+    )?;
+    let filter = params.filter()?;
+    let (limit, cursor) = params.page()?;
+    // Counting reads every matching row (all of COMPLETED history, say): a client that
+    // refreshes a page it already counted can skip it.
+    let counted = params.get("total").is_none() || params.flag("total")?;
+    let listed = listing::list_page(&state.admin, &filter, limit, cursor).await?;
+    let total = match counted {
+        true => Some(state.admin.count(&filter).await?),
+        false => None,
+    };
     Ok(Json(Listing {
-        messages: views.into_iter().map(|v| Row::new(v, false)).collect(),
-        next_before,
+        messages: listed
+            .rows
+            .into_iter()
+            .map(|v| Row::new(v, false))
+            .collect(),
+        total,
+        older: listed.older.map(|c| c.to_string()),
+        newer: listed.newer.map(|c| c.to_string()),
     }))
 }
 
@@ -125,10 +157,15 @@ pub(crate) async fn list<A: Admin>(
 #[derive(Debug, Serialize)]
 pub(crate) struct Shown {
     id: String,
+    /// The live rows, then the archived ones.
     rows: Vec<Row>,
+    /// Every failed attempt kept for the message's rows, oldest first (at most
+    /// [`MAX_ATTEMPTS_KEPT`](bandeja_core::admin::MAX_ATTEMPTS_KEPT) per row).
+    attempts: Vec<AttemptView>,
 }
 
-/// `GET /messages/{id}`: the outbox row and every inbox row of the message.
+/// `GET /messages/{id}`: the outbox row and every inbox row of the message, archived ones
+/// included, and the attempts history.
 pub(crate) async fn show<A: Admin>(
     state: Shared<A>,
     headers: HeaderMap,
@@ -141,8 +178,10 @@ pub(crate) async fn show<A: Admin>(
     if views.is_empty() {
         return Err(ApiError::NotFound(format!("no message with id {id}")));
     }
+    let attempts = state.admin.attempts(id).await?;
     Ok(Json(Shown {
         id: id.to_string(),
         rows: views.into_iter().map(|v| Row::new(v, true)).collect(),
+        attempts,
     }))
 }

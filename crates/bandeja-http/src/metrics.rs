@@ -1,18 +1,26 @@
-//! `GET /metrics`: Prometheus text — the counters and latency histograms the workers
-//! record through the `metrics` facade (names in [`bandeja_core::telemetry`]), followed by
-//! gauges computed at scrape time from the box counters: rows per status, stuck rows, rows
-//! taken over and the lag (age of the oldest PENDING row) of each box, and whether the
-//! database answers.
+//! `GET /metrics`: one Prometheus text exposition —
+//!
+//! 1. what the installed recorder holds ([`install_recorder`]): the counters and latency
+//!    histograms the workers of this process record through the `metrics` facade (names in
+//!    [`bandeja_core::telemetry`]), and anything else the application records;
+//! 2. `# HELP`/`# TYPE` for each runtime family nothing was recorded in yet (so every
+//!    family exists in every binary; in `bandeja serve`, which runs no workers, they stay
+//!    without samples);
+//! 3. gauges computed at scrape time from the database, the same whichever process
+//!    serves them: rows per status, stuck rows, rows taken over and the lag of each box,
+//!    pending and FAILED rows and live processes of each subscription, and whether the
+//!    database answers.
 
-use std::fmt::Write as _;
-use std::sync::OnceLock;
+mod families;
+mod gauges;
+
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use bandeja_core::admin::{Admin, BoxCounters};
+use bandeja_core::admin::Admin;
 use bandeja_core::telemetry;
-use chrono::Utc;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::router::Shared;
@@ -29,6 +37,14 @@ pub const STUCK: &str = "bandeja_box_stuck_rows";
 pub const TAKEN_OVER: &str = "bandeja_box_taken_over_rows";
 /// 1 when the database answered the scrape's queries, 0 otherwise.
 pub const DATABASE_UP: &str = "bandeja_database_up";
+/// PENDING or PROCESSING inbox rows of each subscription. Labels: `kind` (`event`,
+/// `command`), `type`, `subscriber`, `tenant` (empty: a subscription to every tenant).
+pub const SUBSCRIPTION_PENDING: &str = "bandeja_subscription_pending_rows";
+/// FAILED inbox rows of each subscription; labels as [`SUBSCRIPTION_PENDING`].
+pub const SUBSCRIPTION_FAILED: &str = "bandeja_subscription_failed_rows";
+/// Live processes (by their heartbeats) that run each subscription's subscriber; labels as
+/// [`SUBSCRIPTION_PENDING`].
+pub const SUBSCRIPTION_PROCESSES: &str = "bandeja_subscription_processes";
 
 /// Why the Prometheus recorder could not be installed.
 #[derive(Debug, thiserror::Error)]
@@ -44,25 +60,42 @@ pub enum MetricsError {
 }
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+/// Held while installing, so that concurrent first calls install one recorder.
+static INSTALLING: Mutex<()> = Mutex::new(());
 
-/// Installs (once per process; later calls return the same handle) a Prometheus recorder
-/// as the global `metrics` recorder, with histogram buckets for bandeja's latency
-/// histograms, and starts a background thread that compacts histograms every few seconds.
-/// Pass the handle to [`HttpOptions::metrics`](crate::HttpOptions::metrics).
+/// A Prometheus builder with bandeja's histogram buckets ([`telemetry::LATENCY_BUCKETS`]
+/// for `bandeja_commit_to_*`, so the latency histograms render as histograms, not
+/// summaries), for an application that installs its own recorder (its own buckets, a push
+/// gateway, …): install it, call [`telemetry::describe`], and pass its handle to
+/// [`HttpOptions::metrics`](crate::HttpOptions::metrics).
+pub fn recorder_builder() -> Result<PrometheusBuilder, MetricsError> {
+    Ok(PrometheusBuilder::new().set_buckets_for_metric(
+        Matcher::Prefix("bandeja_commit_to_".to_owned()),
+        telemetry::LATENCY_BUCKETS,
+    )?)
+}
+
+/// Installs a Prometheus recorder ([`recorder_builder`]) as the process's global `metrics`
+/// recorder, registers the runtime's descriptions, and starts a background thread that
+/// compacts histograms every few seconds. Pass the handle to
+/// [`HttpOptions::metrics`](crate::HttpOptions::metrics).
+///
+/// Once per process: later (or concurrent) calls return the same handle. When another
+/// recorder is already installed — the application's own — it is left alone and the call
+/// fails with [`MetricsError::OtherRecorder`]: pass that recorder's handle instead (or run
+/// without one: `/metrics` then shows the families and the database gauges).
 pub fn install_recorder() -> Result<PrometheusHandle, MetricsError> {
     if let Some(handle) = HANDLE.get() {
         return Ok(handle.clone());
     }
-    let recorder = PrometheusBuilder::new()
-        .set_buckets_for_metric(
-            Matcher::Prefix("bandeja_commit_to_".to_owned()),
-            telemetry::LATENCY_BUCKETS,
-        )?
-        .build_recorder();
+    let _installing = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(handle) = HANDLE.get() {
+        return Ok(handle.clone());
+    }
+    let recorder = recorder_builder()?.build_recorder();
     let handle = recorder.handle();
     if metrics::set_global_recorder(recorder).is_err() {
-        // Lost a race with another caller of this function, or someone else's recorder.
-        return HANDLE.get().cloned().ok_or(MetricsError::OtherRecorder);
+        return Err(MetricsError::OtherRecorder);
     }
     let handle = HANDLE.get_or_init(|| handle).clone();
     telemetry::describe();
@@ -79,78 +112,34 @@ pub fn install_recorder() -> Result<PrometheusHandle, MetricsError> {
     Ok(handle)
 }
 
-/// The gauges computed from the box counters, in Prometheus text.
-fn gauges(counters: Option<&[BoxCounters]>) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# HELP {DATABASE_UP} 1 when the database answered this scrape"
-    );
-    let _ = writeln!(out, "# TYPE {DATABASE_UP} gauge");
-    let _ = writeln!(out, "{DATABASE_UP} {}", u8::from(counters.is_some()));
-    let Some(counters) = counters else {
-        return out;
-    };
-    let now = Utc::now();
-    let _ = writeln!(
-        out,
-        "# HELP {LAG} Seconds since the longest-waiting PENDING row of the box last changed"
-    );
-    let _ = writeln!(out, "# TYPE {LAG} gauge");
-    for c in counters {
-        let lag = c
-            .oldest_pending_at
-            .and_then(|at| (now - at).to_std().ok())
-            .map_or(0.0, |d| d.as_secs_f64());
-        let _ = writeln!(out, "{LAG}{{box=\"{}\"}} {lag}", c.box_kind);
-    }
-    let _ = writeln!(out, "# HELP {ROWS} Rows of the box by status");
-    let _ = writeln!(out, "# TYPE {ROWS} gauge");
-    for c in counters {
-        for (status, n) in [
-            ("PENDING", c.pending),
-            ("PROCESSING", c.processing),
-            ("FAILED", c.failed),
-        ] {
-            let _ = writeln!(
-                out,
-                "{ROWS}{{box=\"{}\",status=\"{status}\"}} {n}",
-                c.box_kind
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
-        "# HELP {STUCK} PENDING rows unchanged for longer than the stuck threshold"
-    );
-    let _ = writeln!(out, "# TYPE {STUCK} gauge");
-    for c in counters {
-        let _ = writeln!(out, "{STUCK}{{box=\"{}\"}} {}", c.box_kind, c.stuck);
-    }
-    let _ = writeln!(
-        out,
-        "# HELP {TAKEN_OVER} PENDING, PROCESSING or FAILED rows whose lease was taken over at least once"
-    );
-    let _ = writeln!(out, "# TYPE {TAKEN_OVER} gauge");
-    for c in counters {
-        let _ = writeln!(
-            out,
-            "{TAKEN_OVER}{{box=\"{}\"}} {}",
-            c.box_kind, c.taken_over
-        );
-    }
-    out
-}
-
 /// `GET /metrics`.
 pub(crate) async fn render<A: Admin>(state: Shared<A>) -> Response {
+    let options = &state.options;
     // Not by tenant: one entry per box.
-    let counters = crate::boxes::counters(&state.admin, &state.options, false)
+    let counters = crate::boxes::counters(&state.admin, options, false)
         .await
         .map_err(|reason| tracing::warn!(%reason, "metrics scrape could not read the box counters"))
         .ok();
-    let mut body = state
-        .options
+    let views = match &counters {
+        Some(_) => {
+            let read = state.admin.subscriptions(options.live_for);
+            match tokio::time::timeout(options.health_timeout, read).await {
+                Ok(Ok(views)) => Some(views),
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "metrics scrape could not read the subscriptions");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        "metrics scrape: the subscriptions were not read within the health timeout"
+                    );
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    let mut body = options
         .metrics
         .as_ref()
         .map(PrometheusHandle::render)
@@ -158,7 +147,10 @@ pub(crate) async fn render<A: Admin>(state: Shared<A>) -> Response {
     if !body.is_empty() && !body.ends_with('\n') {
         body.push('\n');
     }
-    body.push_str(&gauges(counters.as_deref()));
+    let missing = families::missing_from(&body);
+    body.push_str(&missing);
+    body.push_str(&gauges::boxes(counters.as_deref()));
+    body.push_str(&gauges::subscriptions(views.as_deref()));
     (
         [(
             header::CONTENT_TYPE,
@@ -167,41 +159,4 @@ pub(crate) async fn render<A: Admin>(state: Shared<A>) -> Response {
         body,
     )
         .into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bandeja_core::BoxKind;
-
-    #[test]
-    fn gauges_show_lag_rows_stuck_and_taken_over_per_box() {
-        let counters = vec![BoxCounters {
-            box_kind: BoxKind::InboxEvents,
-            tenant: None,
-            pending: 2,
-            processing: 1,
-            failed: 3,
-            stuck: 1,
-            taken_over: 2,
-            oldest_pending_at: Some(Utc::now() - chrono::Duration::seconds(90)),
-            last_processed_at: None,
-        }];
-        let text = gauges(Some(&counters));
-        assert!(text.contains("bandeja_database_up 1"));
-        assert!(text.contains("bandeja_box_rows{box=\"inbox_events\",status=\"FAILED\"} 3"));
-        assert!(text.contains("bandeja_box_stuck_rows{box=\"inbox_events\"} 1"));
-        assert!(text.contains("# TYPE bandeja_box_taken_over_rows gauge"));
-        assert!(text.contains("bandeja_box_taken_over_rows{box=\"inbox_events\"} 2"));
-        let lag: f64 = text
-            .lines()
-            .find_map(|l| l.strip_prefix("bandeja_lag_seconds{box=\"inbox_events\"} "))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_default();
-        assert!((90.0..120.0).contains(&lag), "{lag}");
-        assert_eq!(
-            gauges(None).trim_end().lines().last(),
-            Some("bandeja_database_up 0")
-        );
-    }
 }

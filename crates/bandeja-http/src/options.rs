@@ -1,9 +1,11 @@
 //! [`HttpOptions`]: what the router needs besides the store — the admin token, the stuck
-//! threshold of the health check, and the Prometheus handle that renders `/metrics`.
+//! and FAILED thresholds of the health checks, the runtime's liveness probe, and the
+//! Prometheus handle that renders `/metrics`.
 
 use std::fmt;
 use std::time::Duration;
 
+use bandeja_core::runtime::Liveness;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 /// The admin token, compared in constant time and never printed.
@@ -33,11 +35,14 @@ impl fmt::Debug for Token {
 }
 
 /// Options of the HTTP endpoints. `Default` gives: no token, a stuck threshold of five
-/// minutes (the spec's `stuck-threshold` default), no Prometheus handle.
+/// minutes (the spec's `stuck-threshold` default), no FAILED threshold, no liveness probe,
+/// no Prometheus handle.
 #[derive(Clone)]
 pub struct HttpOptions {
     pub(crate) token: Option<Token>,
     pub(crate) stuck_threshold: Duration,
+    pub(crate) failed_threshold: Option<u64>,
+    pub(crate) liveness: Option<Liveness>,
     pub(crate) metrics: Option<PrometheusHandle>,
     pub(crate) health_timeout: Duration,
     pub(crate) live_for: Duration,
@@ -48,6 +53,8 @@ impl Default for HttpOptions {
         HttpOptions {
             token: None,
             stuck_threshold: Duration::from_secs(300),
+            failed_threshold: None,
+            liveness: None,
             metrics: None,
             health_timeout: Duration::from_secs(5),
             live_for: bandeja_core::admin::longest_live_for(),
@@ -60,6 +67,8 @@ impl fmt::Debug for HttpOptions {
         f.debug_struct("HttpOptions")
             .field("token", &self.token)
             .field("stuck_threshold", &self.stuck_threshold)
+            .field("failed_threshold", &self.failed_threshold)
+            .field("liveness", &self.liveness.is_some())
             .field("metrics", &self.metrics.is_some())
             .field("health_timeout", &self.health_timeout)
             .field("live_for", &self.live_for)
@@ -94,10 +103,42 @@ impl HttpOptions {
         self
     }
 
-    /// PENDING rows older than this make `/health` DOWN (default: five minutes).
+    /// PENDING rows unchanged for longer than this make `/health/ready` and `/health` DOWN
+    /// (default: five minutes).
     #[must_use]
     pub fn stuck_threshold(mut self, threshold: Duration) -> Self {
         self.stuck_threshold = threshold;
+        self
+    }
+
+    /// More FAILED rows than this (all boxes together) make `/health/ready` and `/health`
+    /// DOWN (default: none — FAILED rows never change the verdict). `0`: any FAILED row
+    /// does. FAILED rows wait for an operator and never clear by themselves, so a pod taken
+    /// out of rotation by them stays out until someone retries or discards them: set it
+    /// when that is what you want, or alert on `bandeja_box_rows{status="FAILED"}` instead.
+    #[must_use]
+    pub fn failed_threshold(mut self, threshold: u64) -> Self {
+        self.failed_threshold = Some(threshold);
+        self
+    }
+
+    /// The liveness probe of the runtime whose workers this process runs
+    /// ([`Running::liveness`](bandeja_core::Running::liveness)): `/health/live` is DOWN
+    /// once one of its tasks stopped (a shutdown, a panic), and `/health` shows them.
+    /// Default: none — a process that runs no workers (`bandeja serve`) is live while it
+    /// answers.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: bandeja_sqlite::SqliteStore) -> bandeja_core::Result<()> {
+    /// let bandeja = bandeja_core::Bandeja::builder(store.clone()).build()?;
+    /// let running = bandeja.start().await?;
+    /// let options = bandeja_http::HttpOptions::new().liveness(running.liveness());
+    /// let app = bandeja_http::router(store, options);
+    /// # let _ = app; Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn liveness(mut self, probe: Liveness) -> Self {
+        self.liveness = Some(probe);
         self
     }
 
@@ -109,8 +150,9 @@ impl HttpOptions {
         self
     }
 
-    /// How long `/health` and `/metrics` wait for the database (default: five seconds);
-    /// past it the database counts as unreachable.
+    /// How long `/health`, `/health/ready` and `/metrics` wait for the database (default:
+    /// five seconds); past it the database counts as unreachable. `/health/live` never
+    /// asks the database.
     #[must_use]
     pub fn health_timeout(mut self, timeout: Duration) -> Self {
         self.health_timeout = timeout;

@@ -119,7 +119,11 @@ impl Server {
         F: Future<Output = ()> + Send + 'static,
     {
         tracing::info!(addr = %self.addr, "bandeja HTTP endpoints listening");
-        axum::serve(self.listener, self.router)
+        // The peer address reaches the handlers (the audit lines of admin actions name it).
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(self.listener, service)
             .with_graceful_shutdown(shutdown)
             .await
             .map_err(ServeError::Serve)

@@ -15,6 +15,7 @@ use bandeja_core::admin::{
 use bandeja_core::config::format_duration;
 use serde::Serialize;
 
+use crate::audit::{self, Caller, Details};
 use crate::auth;
 use crate::boxes::Status;
 use crate::error::ApiError;
@@ -46,11 +47,11 @@ pub(crate) async fn list<A: Admin>(
 /// nothing has, 400 for `bandeja.rejected` or a missing `settle`.
 pub(crate) async fn retire<A: Admin>(
     state: Shared<A>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(name): Path<String>,
     query: RawQuery,
 ) -> Result<Json<RetireReport>, ApiError> {
-    auth::require_token(&state.options, &headers)?;
+    caller.require_token("retire")?;
     let params = Params::new(pairs(query)?, &[&["settle", "kind"]])?;
     let settle = match params.get("settle") {
         Some("discard") => Settle::Discard,
@@ -88,14 +89,17 @@ pub(crate) async fn retire<A: Admin>(
             Some(refused) => ApiError::BadRequest(refused.to_string()),
             None => ApiError::Store(error),
         })?;
-    tracing::info!(
-        subscriber = %name,
-        settle = settle.as_str(),
-        subscriptions = report.subscriptions.len(),
-        discarded = report.discarded + report.discarded_failed,
-        kept = report.kept,
-        "operator retired a subscription over HTTP"
-    );
+    let details = Details::new()
+        .with("subscriber", &name)
+        .with("settle", settle.as_str())
+        .with("subscriptions", report.subscriptions.len())
+        .with("discarded", report.discarded + report.discarded_failed)
+        .with("kept", report.kept);
+    match settle {
+        // Its pending and FAILED rows deleted.
+        Settle::Discard => audit::destructive(&caller, "retire", details),
+        _ => audit::action(&caller, "retire", details),
+    }
     Ok(Json(report))
 }
 

@@ -1,9 +1,12 @@
 //! The dashboard in a real browser: Debian's headless Chromium, driven through WebDriver
-//! (chromedriver), against the server as `bandeja serve` runs it. A FAILED message shows
-//! with its last error, its retries and its lease takeovers apart, the boxes with their rows
-//! taken over; clicking its Retry button sends it back and the running worker completes it,
-//! which the page shows. The Replay outbox control counts, asks and sends COMPLETED outbox
-//! messages again.
+//! (chromedriver), against the server as `bandeja serve` runs it and nested in an
+//! application's router. A FAILED message shows with its last error, its retries and its
+//! lease takeovers apart, the boxes with their rows taken over; a row's Retry button sends
+//! that row back (and no other subscriber's) and the running worker completes it, which the
+//! page shows. The message browser filters by status and searches, pages with Older / Newer
+//! and totals, shows one message (payload, headers, attempts), discards with a reason into
+//! the archive, draws the last hour, and fits a 420 px wide screen. The Replay outbox
+//! control counts, asks and sends COMPLETED outbox messages again.
 //!
 //! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (`apt-get install chromium
 //! chromium-driver`; `.ci/run` installs them), or `CHROMIUM` / `CHROMEDRIVER` pointing
@@ -11,97 +14,15 @@
 
 mod common;
 
-use std::io::Write as _;
-use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-
 use bandeja_core::store::{Outcome, Resolution, Store};
 use bandeja_core::testing::eventually;
 use bandeja_core::{BoxKind, MessageStatus};
-use bandeja_http::HttpOptions;
-use bandeja_postgres::testing::in_ci;
-use common::{
-    free_port, sqlite_store, start_with_a_failed_order, status_of, two_rows_taken_over, WAIT,
+use common::browser::{
+    browser, chromedriver, click, failed_for_two_subscribers, open, orders, row_status, run,
+    serve_as_bandeja_serve, serve_router, text_of, wait_text, DESKTOP, TOKEN,
 };
-use fantoccini::{Client, ClientBuilder, Locator};
-
-const TOKEN: &str = "dashboard-test-token";
-
-fn tool(variable: &str, default: &str) -> PathBuf {
-    std::env::var_os(variable).map_or_else(|| PathBuf::from(default), PathBuf::from)
-}
-
-/// chromedriver, killed when dropped.
-struct Driver {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts chromedriver and waits until it accepts connections; `None` (after a notice)
-/// when Chromium or chromedriver is missing outside CI.
-async fn chromedriver() -> Option<Driver> {
-    let (chromium, driver) = (
-        tool("CHROMIUM", "/usr/bin/chromium"),
-        tool("CHROMEDRIVER", "/usr/bin/chromedriver"),
-    );
-    if !chromium.exists() || !driver.exists() {
-        let why = format!(
-            "{} or {} is missing: apt-get install -y chromium chromium-driver",
-            chromium.display(),
-            driver.display()
-        );
-        assert!(!in_ci(), "the dashboard test needs a browser in CI: {why}");
-        let _ = writeln!(
-            std::io::stderr(),
-            "notice: skipping the browser test: {why}"
-        );
-        return None;
-    }
-    let port = free_port();
-    let child = Command::new(&driver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", driver.display()));
-    let driver = Driver { child, port };
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    eventually(WAIT, || async { TcpStream::connect(addr).ok().map(drop) })
-        .await
-        .expect("chromedriver accepts connections");
-    Some(driver)
-}
-
-async fn browser(driver: &Driver) -> Client {
-    let mut capabilities = serde_json::Map::new();
-    capabilities.insert(
-        "goog:chromeOptions".to_owned(),
-        serde_json::json!({
-            "binary": tool("CHROMIUM", "/usr/bin/chromium"),
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                     "--disable-dev-shm-usage", "--window-size=1280,900"],
-        }),
-    );
-    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(capabilities)
-        .connect(&format!("http://127.0.0.1:{}", driver.port))
-        .await
-        .expect("a Chromium session")
-}
-
-/// The text of the first element matching `css`, if there is one.
-async fn text_of(client: &Client, css: &str) -> Option<String> {
-    let element = client.find(Locator::Css(css)).await.ok()?;
-    element.text().await.ok()
-}
+use common::{sqlite_store, start_with_a_failed_order, status_of, two_rows_taken_over, WAIT};
+use fantoccini::{Client, Locator};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_button_sends_a_failed_message_back_and_the_page_shows_it_completed() {
@@ -123,30 +44,18 @@ async fn retry_button_sends_a_failed_message_back_and_the_page_shows_it_complete
         .expect("complete the held row");
     let (running, event) = start_with_a_failed_order(&store, 42).await;
 
-    let server = bandeja_http::bind(
-        store.clone(),
-        HttpOptions::new().token(TOKEN),
-        "127.0.0.1:0".parse().expect("address"),
-    )
-    .await
-    .expect("bind");
-    let url = server.dashboard_url();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(server.run(async {
-        let _ = stopped.await;
-    }));
+    let served = serve_as_bandeja_serve(store.clone()).await;
 
-    let client = browser(&driver).await;
-    client.goto(&url).await.expect("open the dashboard");
+    let client = open(&driver, DESKTOP, &served.dashboard()).await;
     let id = event.id.to_string();
-    let button_css = format!("#failed button.retry[data-id=\"{id}\"]");
+    let button_css = format!("#rows button.retry[data-id=\"{id}\"]");
     let button = client
         .wait()
         .at_most(WAIT)
         .for_element(Locator::Css(&button_css))
         .await
         .expect("the FAILED message is listed with a Retry button");
-    let error = text_of(&client, &format!("#failed tr[data-id=\"{id}\"] td.error")).await;
+    let error = text_of(&client, &format!("#rows tr[data-id=\"{id}\"] td.error")).await;
     assert!(
         error
             .as_deref()
@@ -162,7 +71,7 @@ async fn retry_button_sends_a_failed_message_back_and_the_page_shows_it_complete
     let retries_and_takeovers = |id: String| {
         let client = &client;
         async move {
-            let row = format!("#failed tr[data-id=\"{id}\"]");
+            let row = format!("#rows tr[data-id=\"{id}\"]");
             (
                 text_of(client, &format!("{row} td.retries")).await,
                 text_of(client, &format!("{row} td.takeovers")).await,
@@ -188,6 +97,13 @@ async fn retry_button_sends_a_failed_message_back_and_the_page_shows_it_complete
             .await
         }
     };
+    // The counters load on their own: wait for them.
+    wait_text(
+        &client,
+        "#boxes tr[data-box=\"outbox_events\"] td.taken-over",
+        |t| t == "1",
+    )
+    .await;
     assert_eq!(taken_over("outbox_events").await.as_deref(), Some("1"));
     assert_eq!(taken_over("inbox_events").await.as_deref(), Some("0"));
     let address = client.current_url().await.expect("url");
@@ -223,8 +139,7 @@ async fn retry_button_sends_a_failed_message_back_and_the_page_shows_it_complete
     assert!(notice.contains("Retried"), "{notice}");
 
     client.close().await.expect("close the browser");
-    let _ = stop.send(());
-    serving.await.expect("server task").expect("server ran");
+    served.stop().await;
     running.shutdown().await;
 }
 
@@ -251,20 +166,8 @@ async fn replay_outbox_control_counts_asks_and_sends_the_messages_again() {
         Some(MessageStatus::Completed)
     );
 
-    let server = bandeja_http::bind(
-        store.clone(),
-        HttpOptions::new().token(TOKEN),
-        "127.0.0.1:0".parse().expect("address"),
-    )
-    .await
-    .expect("bind");
-    let url = server.dashboard_url();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(server.run(async {
-        let _ = stopped.await;
-    }));
-    let client = browser(&driver).await;
-    client.goto(&url).await.expect("open the dashboard");
+    let served = serve_as_bandeja_serve(store.clone()).await;
+    let client = open(&driver, DESKTOP, &served.dashboard()).await;
     let kind = client
         .wait()
         .at_most(WAIT)
@@ -329,8 +232,7 @@ async fn replay_outbox_control_counts_asks_and_sends_the_messages_again() {
     .expect("nothing left to replay: the one row is PENDING");
 
     client.close().await.expect("close the browser");
-    let _ = stop.send(());
-    serving.await.expect("server task").expect("server ran");
+    served.stop().await;
 }
 
 /// The subscriptions panel with the router mounted under a prefix (`/ops`): a subscription
@@ -361,28 +263,10 @@ async fn the_subscriptions_panel_flags_a_waiting_subscription_and_retires_it_und
     let event = common::order(7);
     new.emit(&event).await.expect("emit");
 
-    let app = axum::Router::new().nest(
-        "/ops",
-        bandeja_http::router(store.clone(), HttpOptions::new().token(TOKEN)),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("listen");
-    let addr = listener.local_addr().expect("address");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stopped.await;
-            })
-            .await
-    });
+    let served = serve_router(store.clone(), "/ops").await;
 
-    let client = browser(&driver).await;
-    client
-        .goto(&format!("http://{addr}/ops/dashboard#token={TOKEN}"))
-        .await
-        .expect("open the dashboard");
+    let url = served.url(&format!("/ops/dashboard#token={TOKEN}"));
+    let client = open(&driver, DESKTOP, &url).await;
     let billing = "#subscriptions tr[data-subscriber=\"billing\"]";
     let state = eventually(WAIT, || async {
         text_of(&client, &format!("{billing} td.state"))
@@ -506,7 +390,581 @@ async fn the_subscriptions_panel_flags_a_waiting_subscription_and_retires_it_und
     );
 
     client.close().await.expect("close the browser");
-    let _ = stop.send(());
-    serving.await.expect("server task").expect("server ran");
+    served.stop().await;
+    running.shutdown().await;
+}
+
+/// The keys (`id|box|subscriber`) of the rows the browser lists, top to bottom.
+async fn listed_keys(client: &Client) -> Vec<String> {
+    let keys = run(
+        client,
+        "return Array.from(document.querySelectorAll('#rows tr'), (tr) => tr.dataset.key);",
+    )
+    .await;
+    serde_json::from_value(keys).expect("a list of keys")
+}
+
+/// Whether the element matching `css` is disabled.
+async fn disabled(client: &Client, css: &str) -> bool {
+    let script = format!("return document.querySelector({css:?}).disabled;");
+    run(client, &script).await == serde_json::Value::Bool(true)
+}
+
+/// Serves the router nested as the README shows, `nest("/bandeja", …)`: the page at
+/// `/bandeja` (no trailing slash) and at `/bandeja/dashboard` calls the endpoints under
+/// `/bandeja`, and so does a router nested at `/bandeja/`, at `/bandeja/`. Its PROCESSING
+/// tab and workers panel show the worker holding a row and its lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_nested_under_a_prefix_shows_health_and_counters_with_or_without_a_slash() {
+    let Some(driver) = chromedriver().await else {
+        return;
+    };
+    let (store, _file) = sqlite_store().await;
+    let (running, _failed) = orders(&store, &[1], &[2]).await;
+    running.shutdown().await;
+    // An outbox row FAILED and one PROCESSING, held by worker `alive`.
+    two_rows_taken_over(&store).await;
+    let bare = serve_router(store.clone(), "/bandeja").await;
+    let slashed = serve_router(store.clone(), "/bandeja/").await;
+
+    let client = browser(&driver, DESKTOP).await;
+    for url in [
+        bare.url("/bandeja"),
+        bare.url("/bandeja/dashboard"),
+        slashed.url("/bandeja/"),
+    ] {
+        client
+            .goto(&format!("{url}#token={TOKEN}"))
+            .await
+            .expect("open the dashboard");
+        wait_text(&client, "#health", |t| t == "health: UP").await;
+        wait_text(
+            &client,
+            "#boxes tr[data-box=\"inbox_events\"] td:nth-child(4)",
+            |t| t == "1",
+        )
+        .await;
+        // The listing (which needs the token) loads under the prefix too.
+        wait_text(&client, "#range", |t| t == "1–2 of 2").await;
+        let address = client.current_url().await.expect("url");
+        assert!(!address.as_str().contains("token="), "{address}");
+    }
+    // The PROCESSING tab shows who holds each row and until when; the workers panel the
+    // leases per box.
+    click(&client, "#status-tabs button[data-status=\"PROCESSING\"]").await;
+    let holder = wait_text(
+        &client,
+        "#rows tr[data-status=\"PROCESSING\"] .holder",
+        |t| t.starts_with("held by alive, lease until "),
+    )
+    .await;
+    assert!(holder.contains("Z · "), "{holder}");
+    wait_text(
+        &client,
+        "#workers tr[data-box=\"outbox_events\"] td.leases",
+        |t| t.starts_with("alive: 1 row(s), lease until "),
+    )
+    .await;
+
+    client.close().await.expect("close the browser");
+    bare.stop().await;
+    slashed.stop().await;
+}
+
+/// A message FAILED for two subscribers: the Retry button of billing's row sends back
+/// billing's row only; shipping's stays FAILED, and the page keeps listing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rows_retry_sends_back_that_row_and_not_the_other_subscribers() {
+    let Some(driver) = chromedriver().await else {
+        return;
+    };
+    let (store, _file) = sqlite_store().await;
+    let (running, event) = failed_for_two_subscribers(&store, 9).await;
+    let served = serve_as_bandeja_serve(store.clone()).await;
+
+    let client = open(&driver, DESKTOP, &served.dashboard()).await;
+    let id = event.id;
+    let billing = format!("{id}|inbox_events|billing");
+    let shipping = format!("{id}|inbox_events|shipping");
+    wait_text(&client, "#range", |t| t == "1–2 of 2").await;
+    click(
+        &client,
+        &format!("#rows tr[data-key=\"{billing}\"] button.retry"),
+    )
+    .await;
+    common::browser::wait_for_row(&store, id, "billing", MessageStatus::Completed).await;
+    let notice = wait_text(&client, "#notice", |t| t.starts_with("Retried")).await;
+    assert!(
+        notice.contains("inbox_events / billing): 1 row(s)"),
+        "{notice}"
+    );
+    assert_eq!(
+        row_status(&store, BoxKind::InboxEvents, id, Some("shipping")).await,
+        Some(MessageStatus::Failed),
+        "the other subscriber's row is not retried"
+    );
+    let keys = eventually(WAIT, || async {
+        Some(listed_keys(&client).await).filter(|k| k.len() == 1)
+    })
+    .await
+    .expect("billing's row leaves the FAILED list");
+    assert_eq!(keys, [shipping]);
+
+    client.close().await.expect("close the browser");
+    served.stop().await;
+    running.shutdown().await;
+}
+
+/// The browser on 7 FAILED orders and 2 handled ones: pages of 3 walked with Older and back
+/// with Newer list every FAILED row once with the totals; the COMPLETED tab lists only
+/// COMPLETED rows; a search by correlation id finds one message, whose view shows its rows,
+/// headers, pretty payload and the failed attempt; discarding it with a reason moves it to
+/// the archive, where the Archive tab shows who discarded it and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_filters_pages_shows_a_message_and_discards_it_to_the_archive() {
+    let Some(driver) = chromedriver().await else {
+        return;
+    };
+    let (store, _file) = sqlite_store().await;
+    let (running, failed) = orders(&store, &[1, 2, 3, 4, 5, 6, 7], &[20, 21]).await;
+    running.shutdown().await;
+    let served = serve_router(store.clone(), "").await;
+    let url = served.url(&format!("/#token={TOKEN}&limit=3"));
+    let client = open(&driver, DESKTOP, &url).await;
+
+    // Paging: 3 + 3 + 1 rows, then back.
+    let mut pages = Vec::new();
+    for range in ["1–3 of 7", "4–6 of 7", "7–7 of 7"] {
+        wait_text(&client, "#range", |t| t == range).await;
+        pages.push(listed_keys(&client).await);
+        if pages.len() < 3 {
+            click(&client, "#older").await;
+        }
+    }
+    assert!(
+        disabled(&client, "#older").await,
+        "the last page has no older one"
+    );
+    click(&client, "#newer").await;
+    wait_text(&client, "#range", |t| t == "4–6 of 7").await;
+    assert_eq!(
+        listed_keys(&client).await,
+        pages[1],
+        "Newer shows the same page again"
+    );
+    click(&client, "#newer").await;
+    wait_text(&client, "#range", |t| t == "1–3 of 7").await;
+    assert_eq!(listed_keys(&client).await, pages[0]);
+    assert!(
+        disabled(&client, "#newer").await,
+        "the first page has no newer one"
+    );
+    let seen: Vec<String> = pages.concat();
+    let mut expected: Vec<String> = failed
+        .iter()
+        .map(|e| format!("{}|inbox_events|billing", e.id))
+        .collect();
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    expected.sort();
+    assert_eq!(unique, expected, "every FAILED row once: {seen:?}");
+    assert_eq!(seen.len(), 7, "{seen:?}");
+    let created = text_of(&client, "#rows tr td.created")
+        .await
+        .unwrap_or_default();
+    assert!(
+        created.len() > 20 && created[..20].ends_with('Z') && created.contains(" · "),
+        "UTC ISO with an age: {created}"
+    );
+
+    // The COMPLETED tab.
+    click(&client, "#status-tabs button[data-status=\"COMPLETED\"]").await;
+    let statuses = eventually(WAIT, || async {
+        let statuses = run(
+            &client,
+            "return Array.from(document.querySelectorAll('#rows tr'), (tr) => tr.dataset.status);",
+        )
+        .await;
+        let statuses: Vec<String> = serde_json::from_value(statuses).unwrap_or_default();
+        Some(statuses).filter(|s| !s.is_empty() && !s.iter().any(|s| s == "FAILED"))
+    })
+    .await
+    .expect("the COMPLETED tab lists rows");
+    assert!(statuses.iter().all(|s| s == "COMPLETED"), "{statuses:?}");
+
+    // A search by correlation id, in the FAILED tab.
+    click(&client, "#status-tabs button[data-status=\"FAILED\"]").await;
+    let third = &failed[2];
+    client
+        .find(Locator::Css("#f-correlation_id"))
+        .await
+        .expect("the correlation id field")
+        .send_keys("checkout-3")
+        .await
+        .expect("type");
+    click(&client, "#apply").await;
+    wait_text(&client, "#range", |t| t == "1–1 of 1").await;
+    let key = format!("{}|inbox_events|billing", third.id);
+    assert_eq!(listed_keys(&client).await, std::slice::from_ref(&key));
+
+    // The message view.
+    click(
+        &client,
+        &format!("#rows button.open[data-id=\"{}\"]", third.id),
+    )
+    .await;
+    let payload = eventually(WAIT, || async {
+        let text = run(
+            &client,
+            "return document.getElementById('payload').textContent;",
+        )
+        .await;
+        text.as_str().filter(|t| !t.is_empty()).map(str::to_owned)
+    })
+    .await
+    .expect("the payload shows");
+    assert_eq!(payload, "{\n  \"n\": 3\n}", "pretty JSON");
+    let headers = text_of(&client, "#message-headers")
+        .await
+        .unwrap_or_default();
+    assert!(
+        headers.contains("correlation_id")
+            && headers.contains("checkout-3")
+            && headers.contains("traceparent"),
+        "{headers}"
+    );
+    let outbox = format!(
+        "#message-rows .card[data-key=\"{}|outbox_events|\"]",
+        third.id
+    );
+    let outbox_status = run(
+        &client,
+        &format!("return document.querySelector({outbox:?}).dataset.status;"),
+    )
+    .await;
+    assert_eq!(outbox_status, "COMPLETED", "the outbox row is shown too");
+    let attempt = wait_text(
+        &client,
+        "#attempts tr[data-outcome=\"FAILED\"] td.error",
+        |t| t.contains("payment service refused order 3"),
+    )
+    .await;
+    assert!(!attempt.is_empty());
+    let at = text_of(&client, "#attempts tr td.at")
+        .await
+        .unwrap_or_default();
+    assert!(at.contains("Z · "), "{at}");
+
+    // Discard billing's row with a reason, from the message view.
+    let card = format!("#message-rows .card[data-key=\"{key}\"]");
+    click(&client, &format!("{card} button.discard")).await;
+    let form = client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#message-form-slot #discard-form"))
+        .await
+        .expect("the inline discard form opens in the message view");
+    assert!(form.is_displayed().await.expect("displayed"));
+    assert!(
+        disabled(&client, "#discard-confirm").await,
+        "no discard without a reason"
+    );
+    let reason = "order 3 was cancelled by the customer";
+    client
+        .find(Locator::Css("#discard-reason"))
+        .await
+        .expect("reason")
+        .send_keys(reason)
+        .await
+        .expect("type the reason");
+    client
+        .find(Locator::Css("#discard-by"))
+        .await
+        .expect("name")
+        .send_keys("ana")
+        .await
+        .expect("type the name");
+    click(&client, "#discard-confirm").await;
+    let notice = wait_text(&client, "#notice", |t| t.starts_with("Discarded")).await;
+    assert!(notice.contains("1 row(s)"), "{notice}");
+    assert_eq!(
+        row_status(&store, BoxKind::InboxEvents, third.id, Some("billing")).await,
+        None,
+        "the row left the inbox for its archive"
+    );
+    wait_text(&client, &format!("{card} dd.discard-reason"), |t| {
+        t == reason
+    })
+    .await;
+    let by = text_of(&client, &format!("{card} dd.discarded-by"))
+        .await
+        .unwrap_or_default();
+    assert!(by.contains("ana"), "{by}");
+
+    // The Archive tab finds it, with who and why.
+    click(&client, "#status-tabs button[data-status=\"archive\"]").await;
+    let why = wait_text(
+        &client,
+        &format!("#rows tr[data-key=\"{key}\"] .discard"),
+        |t| t.contains(reason),
+    )
+    .await;
+    assert!(why.contains("ana"), "{why}");
+    wait_text(
+        &client,
+        "#status-tabs button[data-status=\"FAILED\"] .count",
+        |t| t == "6",
+    )
+    .await;
+
+    client.close().await.expect("close the browser");
+    served.stop().await;
+}
+
+/// Ticked rows survive the page's refresh; Retry selected sends back those rows only, and
+/// Discard selected, after a reason, moves the rest to the archive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selection_survives_the_refresh_and_is_retried_or_discarded_together() {
+    let Some(driver) = chromedriver().await else {
+        return;
+    };
+    let (store, _file) = sqlite_store().await;
+    let (running, failed) = orders(&store, &[1, 2, 3], &[]).await;
+    let served = serve_router(store.clone(), "").await;
+    let url = served.url(&format!("/dashboard#token={TOKEN}"));
+    let client = open(&driver, DESKTOP, &url).await;
+    wait_text(&client, "#range", |t| t == "1–3 of 3").await;
+    let key = |n: usize| format!("{}|inbox_events|billing", failed[n].id);
+    for n in [0, 1] {
+        click(
+            &client,
+            &format!("#rows input.select[data-key=\"{}\"]", key(n)),
+        )
+        .await;
+    }
+    wait_text(&client, "#selected-count", |t| t == "2 selected").await;
+    let updated = text_of(&client, "#updated").await.unwrap_or_default();
+    wait_text(&client, "#updated", |t| t != updated).await;
+    let ticked = run(
+        &client,
+        "return Array.from(document.querySelectorAll('#rows input.select:checked'), (t) => t.dataset.key);",
+    )
+    .await;
+    let mut ticked: Vec<String> = serde_json::from_value(ticked).expect("keys");
+    ticked.sort();
+    let mut want = vec![key(0), key(1)];
+    want.sort();
+    assert_eq!(ticked, want, "the selection survives a refresh");
+
+    click(&client, "#retry-selected").await;
+    for event in &failed[..2] {
+        common::browser::wait_for_row(&store, event.id, "billing", MessageStatus::Completed).await;
+    }
+    let notice = wait_text(&client, "#notice", |t| t.starts_with("Retried")).await;
+    assert!(notice.contains("Retried 2 of 2 selected"), "{notice}");
+    assert_eq!(
+        row_status(&store, BoxKind::InboxEvents, failed[2].id, Some("billing")).await,
+        Some(MessageStatus::Failed)
+    );
+    wait_text(&client, "#range", |t| t == "1–1 of 1").await;
+    wait_text(&client, "#selected-count", |t| t == "0 selected").await;
+
+    click(
+        &client,
+        &format!("#rows input.select[data-key=\"{}\"]", key(2)),
+    )
+    .await;
+    click(&client, "#discard-selected").await;
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#browse-form-slot #discard-form"))
+        .await
+        .expect("the inline discard form opens above the list");
+    client
+        .find(Locator::Css("#discard-reason"))
+        .await
+        .expect("reason")
+        .send_keys("duplicate order")
+        .await
+        .expect("type the reason");
+    click(&client, "#discard-confirm").await;
+    wait_text(&client, "#notice", |t| t.starts_with("Discarded 1 row(s)")).await;
+    wait_text(&client, "#range", |t| t == "0 of 0").await;
+    assert_eq!(
+        row_status(&store, BoxKind::InboxEvents, failed[2].id, Some("billing")).await,
+        None
+    );
+
+    client.close().await.expect("close the browser");
+    served.stop().await;
+    running.shutdown().await;
+}
+
+/// Whether the page is wider than the window (a horizontal page scroll).
+async fn overflows(client: &Client) -> (i64, i64) {
+    let sizes = run(
+        client,
+        "return [document.documentElement.scrollWidth, window.innerWidth];",
+    )
+    .await;
+    (
+        sizes[0].as_i64().unwrap_or(i64::MAX),
+        sizes[1].as_i64().unwrap_or(0),
+    )
+}
+
+/// Whether the element matching `css` is shown whole inside the window's width.
+async fn within_width(client: &Client, css: &str) -> bool {
+    let script = format!(
+        "const e = document.querySelector({css:?}); if (!e) return false; \
+         const r = e.getBoundingClientRect(); \
+         return r.width > 0 && r.height > 0 && r.left >= 0 && r.right <= window.innerWidth;"
+    );
+    run(client, &script).await == serde_json::Value::Bool(true)
+}
+
+/// At 420 px wide the list, the message view and the discard form fit the window (no
+/// horizontal page scroll) and their buttons are on screen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_420_px_wide_the_browser_and_the_message_view_fit_with_their_buttons() {
+    let Some(driver) = chromedriver().await else {
+        return;
+    };
+    let (store, _file) = sqlite_store().await;
+    let (running, failed) = orders(&store, &[1, 2], &[3]).await;
+    running.shutdown().await;
+    let served = serve_router(store.clone(), "").await;
+    let client = open(&driver, (420, 900), &served.dashboard()).await;
+    wait_text(&client, "#range", |t| t == "1–2 of 2").await;
+    let (scroll, inner) = overflows(&client).await;
+    assert!(inner <= 420, "the window is narrow: {inner}");
+    assert!(scroll <= inner, "the list overflows: {scroll} > {inner}");
+    for css in [
+        "#rows button.retry",
+        "#rows button.discard",
+        "#rows button.open",
+        "#rows input.select",
+        "#older",
+        "#newer",
+        "#retry-selected",
+        "#discard-selected",
+        "#apply",
+        "#save-token",
+    ] {
+        assert!(within_width(&client, css).await, "{css} is not on screen");
+    }
+
+    click(
+        &client,
+        &format!("#rows button.open[data-id=\"{}\"]", failed[0].id),
+    )
+    .await;
+    wait_text(&client, "#attempts tr td.error", |t| {
+        t.contains("refused order 1")
+    })
+    .await;
+    let (scroll, inner) = overflows(&client).await;
+    assert!(
+        scroll <= inner,
+        "the message view overflows: {scroll} > {inner}"
+    );
+    let card = format!(
+        "#message-rows .card[data-key=\"{}|inbox_events|billing\"]",
+        failed[0].id
+    );
+    for css in [
+        format!("{card} button.retry"),
+        format!("{card} button.discard"),
+        "#message-close".to_owned(),
+        "#payload".to_owned(),
+    ] {
+        assert!(within_width(&client, &css).await, "{css} is not on screen");
+    }
+    click(&client, &format!("{card} button.discard")).await;
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#message-form-slot #discard-form"))
+        .await
+        .expect("the discard form");
+    let (scroll, inner) = overflows(&client).await;
+    assert!(
+        scroll <= inner,
+        "the discard form overflows: {scroll} > {inner}"
+    );
+    for css in ["#discard-reason", "#discard-confirm", "#discard-cancel"] {
+        assert!(within_width(&client, css).await, "{css} is not on screen");
+    }
+
+    client.close().await.expect("close the browser");
+    served.stop().await;
+}
+
+/// With messages handled and one failed in the last hour, the charts draw bars of handled
+/// and failed per minute and the lag lines, and the workers panel shows the live process
+/// on the boxes it works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_hour_is_charted_in_svg_and_the_live_workers_are_listed() {
+    let Some(driver) = chromedriver().await else {
+        return;
+    };
+    let (store, _file) = sqlite_store().await;
+    let (running, _failed) = orders(&store, &[1], &[2, 3, 4]).await;
+    let served = serve_router(store.clone(), "").await;
+    let client = open(&driver, DESKTOP, &served.dashboard()).await;
+    let count = |css: &'static str| {
+        let client = &client;
+        async move {
+            let script = format!("return document.querySelectorAll({css:?}).length;");
+            run(client, &script).await.as_u64().unwrap_or(0)
+        }
+    };
+    eventually(WAIT, || async {
+        (count("#chart-throughput rect.bar.handled").await > 0).then_some(())
+    })
+    .await
+    .expect("bars of handled messages");
+    let handled = run(
+        &client,
+        "return Array.from(document.querySelectorAll('#chart-throughput rect.bar.handled'), \
+         (r) => Number(r.dataset.n)).reduce((a, b) => a + b, 0);",
+    )
+    .await;
+    assert!(
+        handled.as_u64().unwrap_or(0) >= 3,
+        "3 orders handled at least: {handled}"
+    );
+    assert!(
+        count("#chart-throughput rect.bar.failed").await > 0,
+        "a bar of failed attempts"
+    );
+    let lag = run(
+        &client,
+        "const p = document.querySelector('#chart-lag path.line.lag-max'); return p ? p.getAttribute('d') : '';",
+    )
+    .await;
+    assert!(
+        lag.as_str().is_some_and(|d| d.starts_with('M')),
+        "a lag line: {lag}"
+    );
+    let summary = text_of(&client, "#timeline-summary")
+        .await
+        .unwrap_or_default();
+    assert!(summary.contains("handled"), "{summary}");
+    let live = wait_text(
+        &client,
+        "#workers tr[data-box=\"inbox_events\"] td.live-processes",
+        |t| t.contains("(pid "),
+    )
+    .await;
+    assert!(
+        live.contains(&format!("(pid {})", std::process::id())),
+        "{live}"
+    );
+
+    client.close().await.expect("close the browser");
+    served.stop().await;
     running.shutdown().await;
 }

@@ -23,6 +23,7 @@ use bandeja_sqlite::SqliteStore;
 use serde::{Deserialize, Serialize};
 use tower::ServiceExt;
 
+pub mod browser;
 pub mod outbox_replay;
 
 /// How long a test waits for asynchronous work.
