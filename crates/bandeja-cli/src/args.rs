@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use bandeja_core::admin::listing::{Cursor, CursorError, Direction};
 use bandeja_core::config::parse_duration;
 use bandeja_core::MessageStatus;
 use chrono::{DateTime, Utc};
@@ -36,6 +37,34 @@ pub(crate) fn ago_from(now: DateTime<Utc>, ago: Duration) -> Result<DateTime<Utc
         .ok_or_else(|| format!("{ago:?} ago is too far in the past"))
 }
 
+/// A page cursor towards older rows (`o.…`), as `messages list` prints after "older:".
+pub(crate) fn older_cursor(text: &str) -> Result<Cursor, String> {
+    cursor(text, Direction::Older)
+}
+
+/// A page cursor towards newer rows (`n.…`), as `messages list` prints after "newer:".
+pub(crate) fn newer_cursor(text: &str) -> Result<Cursor, String> {
+    cursor(text, Direction::Newer)
+}
+
+/// A cursor walking `direction`: one walking the other way is an error saying which option
+/// takes it.
+fn cursor(text: &str, direction: Direction) -> Result<Cursor, String> {
+    let cursor: Cursor = text
+        .trim()
+        .parse()
+        .map_err(|e: CursorError| e.to_string())?;
+    match (cursor.direction(), direction) {
+        (Direction::Older, Direction::Newer) => Err(format!(
+            "`{text}` is a cursor to older rows (it starts with `o.`): pass it to --before"
+        )),
+        (Direction::Newer, Direction::Older) => Err(format!(
+            "`{text}` is a cursor to newer rows (it starts with `n.`): pass it to --after"
+        )),
+        _ => Ok(cursor),
+    }
+}
+
 /// A message status, in any case (`failed`, `FAILED`).
 pub(crate) fn status(text: &str) -> Result<MessageStatus, String> {
     text.trim().to_ascii_uppercase().parse().map_err(|_| {
@@ -65,6 +94,18 @@ mod tests {
     fn a_duration_too_far_back_is_an_error_not_a_panic() {
         let error = ago_from(Utc::now(), Duration::from_secs(u64::MAX)).expect_err("too far");
         assert!(error.contains("too far"), "{error}");
+    }
+
+    #[test]
+    fn cursors_go_to_the_option_of_their_direction() {
+        assert!(older_cursor("o.12.*.3.*").is_ok());
+        assert!(newer_cursor("n.*.*.4.*").is_ok());
+        let wrong = older_cursor("n.*.*.4.*").expect_err("a newer cursor");
+        assert!(wrong.contains("--after"), "{wrong}");
+        let wrong = newer_cursor("o.12.*.3.*").expect_err("an older cursor");
+        assert!(wrong.contains("--before"), "{wrong}");
+        let bad = older_cursor("page2").expect_err("not a cursor");
+        assert!(bad.contains("bad page cursor"), "{bad}");
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use bandeja_core::admin::listing::Cursor;
 use bandeja_core::admin::MessageFilter;
 use bandeja_core::{BoxKind, MessageId, MessageStatus};
 use chrono::{DateTime, Utc};
@@ -68,6 +69,22 @@ pub(crate) struct Cli {
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub(crate) json: bool,
 
+    /// How log lines on stderr are written: `text` or `json` (one object per line). The
+    /// filter is `BANDEJA_LOG` (default `warn`, `info` for `serve`).
+    #[arg(
+        long,
+        env = "BANDEJA_LOG_FORMAT",
+        global = true,
+        value_name = "FORMAT",
+        help_heading = GLOBAL
+    )]
+    pub(crate) log_format: Option<bandeja_core::logging::LogFormat>,
+
+    /// The completion mode of each box, from the configuration (set by [`Cli::resolve`]):
+    /// what `replay --outbox` can find.
+    #[arg(skip)]
+    pub(crate) completion_modes: bandeja_core::config::CompletionModes,
+
     /// What to do.
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -87,12 +104,17 @@ pub(crate) enum Command {
     /// Send FAILED rows back to PENDING (due now, retry and takeover counts 0): one
     /// message, or every FAILED row matching the filters with --all-failed.
     Retry(RetryArgs),
+    /// Move FAILED rows into the archive tables with who and why (a poison message that
+    /// should never run): one message, or every FAILED row matching the filters with
+    /// --all-failed. `messages show` and `messages list --archived` still find them.
+    Discard(DiscardArgs),
     /// Reprocess COMPLETED inbox rows matching the filters (back to PENDING), e.g. after
     /// fixing a handler bug; with --outbox, send COMPLETED outbox rows again (e.g. to
     /// backfill a new subscriber).
     Replay(ReplayArgs),
-    /// Delete COMPLETED rows completed longer ago than --older-than.
-    Purge(RetentionArgs),
+    /// Delete COMPLETED rows completed longer ago than --older-than; with --archive, the
+    /// rows of the archive tables archived longer ago than that.
+    Purge(PurgeArgs),
     /// Move COMPLETED rows completed longer ago than --older-than into `<box>_archive`.
     Archive(RetentionArgs),
     /// Serve the HTTP endpoints (/health, /boxes, /metrics) and the dashboard.
@@ -115,10 +137,24 @@ pub(crate) struct StatusArgs {
     /// `--stuck-threshold`, or else the configuration's (set by [`Cli::resolve`]).
     #[arg(skip = DEFAULT_STUCK_THRESHOLD)]
     pub(crate) stuck_threshold: Duration,
+    /// A monitoring check (cron, Nagios): print one summary line and exit 0 when healthy,
+    /// 5 with more FAILED rows than --failed-threshold, 6 with stuck rows (see the exit
+    /// codes below).
+    #[arg(long, conflicts_with = "by_tenant")]
+    pub(crate) check: bool,
+    /// With --check: more FAILED rows than this (all boxes together) fail the check.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "check")]
+    pub(crate) failed_threshold: u64,
+    /// How long after its last heartbeat a process counts as live (set by
+    /// [`Cli::resolve`]).
+    #[arg(skip = bandeja_core::admin::longest_live_for())]
+    pub(crate) live_for: Duration,
 }
 
 /// `bandeja messages …`.
 #[derive(Debug, Subcommand)]
+// Parsed once per run: boxing the listing's arguments would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum MessagesCommand {
     /// The rows matching the filters, newest first.
     List(ListArgs),
@@ -166,7 +202,7 @@ impl Filters {
             since: self.since,
             until: self.until,
             id,
-            completed_before: None,
+            ..MessageFilter::default()
         }
     }
 }
@@ -180,9 +216,19 @@ pub(crate) struct ListArgs {
     /// The filters.
     #[command(flatten)]
     pub(crate) filters: Filters,
-    /// At most this many rows (newest first), up to 10000.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    /// At most this many rows (newest first), up to 9999.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=9_999))]
     pub(crate) limit: u32,
+    /// List the archive tables instead of the boxes: archived COMPLETED rows and discarded
+    /// FAILED ones (with who and why).
+    #[arg(long)]
+    pub(crate) archived: bool,
+    /// The next, older page: the `o.…` cursor a previous page printed after "older:".
+    #[arg(long, value_name = "CURSOR", value_parser = args::older_cursor, conflicts_with = "after")]
+    pub(crate) before: Option<Cursor>,
+    /// The previous, newer page: the `n.…` cursor a previous page printed after "newer:".
+    #[arg(long, value_name = "CURSOR", value_parser = args::newer_cursor)]
+    pub(crate) after: Option<Cursor>,
 }
 
 /// `bandeja messages show`.
@@ -220,6 +266,41 @@ pub(crate) struct RetryArgs {
     pub(crate) confirm: Confirm,
 }
 
+/// `bandeja discard`.
+#[derive(Debug, Args)]
+pub(crate) struct DiscardArgs {
+    /// The message to discard (all its FAILED rows, narrowed by --box / --subscriber).
+    #[arg(required_unless_present = "all_failed", conflicts_with = "all_failed")]
+    pub(crate) id: Option<MessageId>,
+    /// Discard every FAILED row matching the filters.
+    #[arg(long)]
+    pub(crate) all_failed: bool,
+    /// Why (required): recorded on each archived row and shown by `messages show`.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) reason: String,
+    /// Who discards them, recorded on each row [default: $USER@hostname].
+    #[arg(long, value_name = "WHO")]
+    pub(crate) by: Option<String>,
+    /// The filters.
+    #[command(flatten)]
+    pub(crate) filters: Filters,
+    /// Confirmation.
+    #[command(flatten)]
+    pub(crate) confirm: Confirm,
+}
+
+/// `bandeja purge`.
+#[derive(Debug, Args)]
+pub(crate) struct PurgeArgs {
+    /// Prune the archive tables instead: delete their rows (archived completions and
+    /// discarded rows alike) archived longer ago than --older-than.
+    #[arg(long)]
+    pub(crate) archive: bool,
+    /// The cutoff, box and confirmation.
+    #[command(flatten)]
+    pub(crate) retention: RetentionArgs,
+}
+
 /// `bandeja replay`.
 #[derive(Debug, Args)]
 pub(crate) struct ReplayArgs {
@@ -232,9 +313,9 @@ pub(crate) struct ReplayArgs {
     /// With --outbox: only this message id.
     #[arg(long, value_name = "ID", requires = "outbox")]
     pub(crate) id: Option<MessageId>,
-    /// With --outbox: every COMPLETED outbox row (of --box, if given), even though no filter
-    /// narrows them.
-    #[arg(long, requires = "outbox")]
+    /// Every COMPLETED inbox row (with --outbox: every COMPLETED outbox row, of --box if
+    /// given), even though no filter narrows them: without a filter, replay is refused.
+    #[arg(long)]
     pub(crate) all: bool,
     /// The filters (inbox boxes only; with --outbox: outbox boxes, no --subscriber).
     #[command(flatten)]
@@ -276,6 +357,10 @@ pub(crate) struct ServeArgs {
     /// `--stuck-threshold`, or else the configuration's (set by [`Cli::resolve`]).
     #[arg(skip = DEFAULT_STUCK_THRESHOLD)]
     pub(crate) stuck_threshold: Duration,
+    /// More FAILED rows than this (all boxes together) make /health/ready and /health
+    /// DOWN; 0: any FAILED row does [default: FAILED rows never change readiness].
+    #[arg(long, value_name = "N", env = "BANDEJA_FAILED_THRESHOLD")]
+    pub(crate) failed_threshold: Option<u64>,
 }
 
 /// The specification's `stuck-threshold` default, until [`Cli::resolve`] sets the one in
@@ -283,12 +368,24 @@ pub(crate) struct ServeArgs {
 const DEFAULT_STUCK_THRESHOLD: Duration = Duration::from_secs(300);
 
 impl Cli {
-    /// Takes what the commands use from the configuration (`--config`, `BANDEJA_*`) where
-    /// the command line did not set it: the stuck threshold.
+    /// Takes what the commands use from the configuration (`--config`, `BANDEJA_*`, loaded
+    /// as the application loads it) where the command line did not set it: the stuck
+    /// threshold (and, for `subscribers`, how long a process counts as live, derived from
+    /// it as the processes derive it), and the completion modes of the boxes.
     pub(crate) fn resolve(&mut self, config: &bandeja_core::Config) {
+        self.completion_modes = config.completion_modes();
+        // A process with this configuration refreshes its registration within this; the
+        // `--stuck-threshold` flag only changes what counts as unattended.
+        let live_for = bandeja_core::subscriptions::live_for(config.stuck_threshold);
+        match &mut self.command {
+            Command::Status(args) => args.live_for = live_for,
+            Command::Subscribers(args) => args.live_for = live_for,
+            _ => {}
+        }
         let (flag, threshold) = match &mut self.command {
             Command::Status(args) => (args.stuck_threshold_flag, &mut args.stuck_threshold),
             Command::Serve(args) => (args.stuck_threshold_flag, &mut args.stuck_threshold),
+            Command::Subscribers(args) => (args.stuck_threshold_flag, &mut args.stuck_threshold),
             _ => return,
         };
         *threshold = flag.unwrap_or(config.stuck_threshold);
@@ -303,9 +400,17 @@ pub(crate) struct SubscribersArgs {
     #[command(subcommand)]
     pub(crate) command: Option<SubscribersCommand>,
     /// A subscription with pending rows that no live process has run for longer than this
-    /// is unattended (what makes /health DOWN).
-    #[arg(long, default_value = "PT5M", value_parser = args::duration)]
+    /// is unattended (what makes /health DOWN) [default: the configuration's
+    /// `stuck-threshold`, PT5M].
+    #[arg(long = "stuck-threshold", value_name = "DURATION", value_parser = args::duration)]
+    pub(crate) stuck_threshold_flag: Option<Duration>,
+    /// `--stuck-threshold`, or else the configuration's (set by [`Cli::resolve`]).
+    #[arg(skip = DEFAULT_STUCK_THRESHOLD)]
     pub(crate) stuck_threshold: Duration,
+    /// How long after its last heartbeat a process counts as live (set by
+    /// [`Cli::resolve`]).
+    #[arg(skip = bandeja_core::admin::longest_live_for())]
+    pub(crate) live_for: Duration,
 }
 
 /// `bandeja subscribers …`.
@@ -367,10 +472,15 @@ mod tests {
             match cli.command {
                 Command::Status(a) => a.stuck_threshold,
                 Command::Serve(a) => a.stuck_threshold,
+                Command::Subscribers(a) => a.stuck_threshold,
                 other => panic!("unexpected {other:?}"),
             }
         };
         assert_eq!(threshold(&["bandeja", "status"]), Duration::from_secs(420));
+        assert_eq!(
+            threshold(&["bandeja", "subscribers"]),
+            Duration::from_secs(420)
+        );
         assert_eq!(threshold(&["bandeja", "serve"]), Duration::from_secs(420));
         let flag = ["bandeja", "status", "--stuck-threshold", "1m"];
         assert_eq!(threshold(&flag), Duration::from_secs(60));
@@ -388,7 +498,7 @@ mod tests {
     }
 
     #[test]
-    fn replay_takes_id_and_all_only_with_outbox() {
+    fn replay_takes_id_only_with_outbox_and_all_with_either() {
         let id = MessageId::new().to_string();
         for args in [
             &["bandeja", "replay", "--outbox", "--id", &id][..],
@@ -400,7 +510,19 @@ mod tests {
             assert!(Cli::try_parse_from(args).is_ok(), "{args:?}");
         }
         assert!(Cli::try_parse_from(["bandeja", "replay", "--id", &id]).is_err());
-        assert!(Cli::try_parse_from(["bandeja", "replay", "--all"]).is_err());
+        assert!(Cli::try_parse_from(["bandeja", "replay", "--all"]).is_ok());
+    }
+
+    #[test]
+    fn discard_takes_an_id_or_all_failed_and_always_a_reason() {
+        let id = MessageId::new().to_string();
+        let reason = ["--reason", "poison: bad payload"];
+        assert!(Cli::try_parse_from([&["bandeja", "discard", &id][..], &reason].concat()).is_ok());
+        let all = [&["bandeja", "discard", "--all-failed"][..], &reason].concat();
+        assert!(Cli::try_parse_from(all).is_ok());
+        let error = Cli::try_parse_from(["bandeja", "discard", &id]).expect_err("no reason");
+        assert!(error.to_string().contains("--reason"), "{error}");
+        assert!(Cli::try_parse_from([&["bandeja", "discard"][..], &reason].concat()).is_err());
     }
 
     #[test]

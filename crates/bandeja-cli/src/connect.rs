@@ -44,7 +44,11 @@ fn backend_of(url: &str) -> Result<Backend, CliError> {
 }
 
 /// Variables of the `bandeja` command itself, not configuration keys.
-const CLI_VARS: [&str; 2] = ["BANDEJA_SCHEMA", "BANDEJA_ADMIN_TOKEN"];
+const CLI_VARS: [&str; 3] = [
+    "BANDEJA_SCHEMA",
+    "BANDEJA_ADMIN_TOKEN",
+    "BANDEJA_FAILED_THRESHOLD",
+];
 
 /// The configuration: the `--config` file (if any), then the `BANDEJA_*` variables (but
 /// the command's own), checked at once so that a typo is an error before anything runs.
@@ -116,11 +120,12 @@ async fn open_postgres(url: &str, schema: &str, timeout: Duration) -> Result<PgS
         url: redact(url),
         reason,
     };
+    check_tls_parameters(url)?;
     let options = PgConnectOptions::from_str(url).map_err(|e| connect_error(e.to_string()))?;
     let probe = tokio::time::timeout(timeout, options.connect())
         .await
         .map_err(|_| connect_error(format!("no answer within {timeout:?}")))?
-        .map_err(|e| connect_error(e.to_string()))?;
+        .map_err(|e| connect_error(explain_tls_failure(e)))?;
     // The probe only proves the server answers; closing it cleanly is a courtesy.
     let _ = probe.close().await;
     let pool = PgPoolOptions::new()
@@ -130,6 +135,23 @@ async fn open_postgres(url: &str, schema: &str, timeout: Duration) -> Result<PgS
         .await
         .map_err(|e| connect_error(e.to_string()))?;
     PgStore::from_pool(pool, Some(schema)).map_err(|e| CliError::Usage(e.get_ref().to_string()))
+}
+
+/// The TLS parameters of `url`, checked before connecting (a usage error naming the
+/// parameter; see [`bandeja_postgres::tls`]).
+fn check_tls_parameters(url: &str) -> Result<(), CliError> {
+    bandeja_postgres::tls::check_tls_parameters(url)
+        .map_err(|e| CliError::Usage(format!("{e} (in {})", redact(url))))
+}
+
+/// The reason of a failed connection, with what to do when TLS refused the server's
+/// certificate.
+fn explain_tls_failure(error: sqlx::Error) -> String {
+    let reason = error.to_string();
+    match bandeja_postgres::tls::tls_failure_hint(&reason) {
+        Some(hint) => format!("{reason}; {hint}"),
+        None => reason,
+    }
 }
 
 #[cfg(test)]
@@ -148,5 +170,21 @@ mod tests {
         let error = backend_of("mysql://u:pw@h/d").expect_err("unsupported");
         assert_eq!(error.exit().code(), 2);
         assert!(!error.to_string().contains("pw"), "{error}");
+    }
+
+    #[test]
+    fn a_bad_tls_parameter_is_a_usage_error_without_the_password() {
+        let error = check_tls_parameters("postgres://u:pw@h/d?sslmode=verify_full")
+            .expect_err("not a mode");
+        assert_eq!(error.exit().code(), 2);
+        let text = error.to_string();
+        assert!(
+            text.starts_with("sslmode=verify_full: not a TLS mode"),
+            "{text}"
+        );
+        assert!(!text.contains("pw"), "{text}");
+        let error = check_tls_parameters("postgres://h/d?sslrootcert=/no/such/ca.pem")
+            .expect_err("no such file");
+        assert_eq!(error.exit().code(), 2);
     }
 }

@@ -18,6 +18,11 @@ pub(crate) enum Exit {
     /// A destructive command was not confirmed (the answer was no, or stdin is not a
     /// terminal and `--yes` was not given). Nothing changed.
     Aborted = 4,
+    /// `status --check`: more FAILED rows than `--failed-threshold`, and no stuck row.
+    FailedRows = 5,
+    /// `status --check`: PENDING rows are stuck (FAILED rows may be over the threshold
+    /// too; the summary line says).
+    StuckRows = 6,
 }
 
 impl Exit {
@@ -37,7 +42,10 @@ Exit codes:
      serve off loopback without --token, a bad --config file or BANDEJA_* variable)
   3  not found (no row holds the message id; no subscription has the subscriber)
   4  aborted: a destructive command was not confirmed (answered no, or stdin is not a
-     terminal and --yes was not given); nothing changed";
+     terminal and --yes was not given); nothing changed
+  5  status --check: more FAILED rows than --failed-threshold (default 0), none stuck
+  6  status --check: stuck rows (PENDING and unchanged for longer than the stuck
+     threshold), with or without FAILED rows";
 
 /// Why a `bandeja` command failed.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +78,14 @@ pub(crate) enum CliError {
     /// processes): nothing changed.
     #[error("{0}")]
     Refused(String),
+    /// `status --check` found the boxes unhealthy: the summary line was printed on stdout.
+    #[error("status check: {summary}")]
+    Unhealthy {
+        /// [`Exit::FailedRows`] or [`Exit::StuckRows`].
+        exit: Exit,
+        /// What was found, in one line.
+        summary: String,
+    },
     /// Writing the output or reading the answer failed.
     #[error("input/output error: {0}")]
     Io(#[from] io::Error),
@@ -93,6 +109,7 @@ impl CliError {
             }
             CliError::NotFound(_) => Exit::NotFound,
             CliError::Aborted(_) => Exit::Aborted,
+            CliError::Unhealthy { exit, .. } => *exit,
             CliError::Connect { .. }
             | CliError::Refused(_)
             | CliError::Store(_)
@@ -169,6 +186,10 @@ mod tests {
         assert_eq!(CliError::Usage("x".into()).exit().code(), 2);
         assert_eq!(CliError::NotFound("x".into()).exit().code(), 3);
         assert_eq!(CliError::Aborted("x".into()).exit().code(), 4);
+        for (exit, code) in [(Exit::FailedRows, 5), (Exit::StuckRows, 6)] {
+            let summary = "x".to_owned();
+            assert_eq!(CliError::Unhealthy { exit, summary }.exit().code(), code);
+        }
         let store = StoreError::new(StoreErrorKind::Migration, "count", "no such table");
         let error = CliError::from(store);
         assert_eq!(error.exit().code(), 1);

@@ -5,6 +5,7 @@
 //! with one of the documented exit codes (see [`error::Exit`]).
 
 mod args;
+mod audit;
 mod cli;
 mod commands;
 mod confirm;
@@ -27,6 +28,7 @@ use crate::error::{CliError, Exit};
 fn main() -> ExitCode {
     // Usage errors end here with clap's message and exit code 2; --help and --version with 0.
     let cli = cli::Cli::parse();
+    init_logging(&cli);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -38,6 +40,23 @@ fn main() -> ExitCode {
     match runtime.block_on(connect::open_and_run(cli)) {
         Ok(()) => ExitCode::from(Exit::Ok.code()),
         Err(error) => report(&error),
+    }
+}
+
+/// Logs to stderr through bandeja's set-up (`BANDEJA_LOG`, `--log-format`): `info` for
+/// `serve` (its admin actions, what it serves), `warn` for the other commands (their
+/// output is the report).
+fn init_logging(cli: &cli::Cli) {
+    let default_filter = match cli.command {
+        cli::Command::Serve(_) => "info",
+        _ => "warn",
+    };
+    let installed = bandeja_core::logging::Logging::new()
+        .default_filter(default_filter)
+        .format(cli.log_format)
+        .init();
+    if let Err(error) = installed {
+        let _ = writeln!(std::io::stderr(), "warning: {error}");
     }
 }
 

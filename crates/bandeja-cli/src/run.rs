@@ -4,20 +4,37 @@
 use bandeja_core::admin::Admin;
 
 use crate::cli::{Cli, Command, MessagesCommand};
-use crate::commands::{list, migrate, replay, retention, retry, serve, show, status, subscribers};
+use crate::commands::{
+    discard, list, migrate, replay, retention, retry, serve, show, status, subscribers,
+};
 use crate::error::CliError;
 
 /// Runs `cli.command` against `store`.
 pub(crate) async fn run<S: Admin>(store: S, cli: Cli) -> Result<(), CliError> {
     let json = cli.json;
+    // As the application's runtime does: the boxes complete as configured, so `replay
+    // --outbox` refuses a box in `delete` mode, which keeps nothing to send again.
+    let store = store.with_completion(cli.completion_modes)?;
     match cli.command {
         Command::Migrate => migrate::run(&store, json).await,
         Command::Status(args) => status::run(&store, &args, json).await,
         Command::Messages(MessagesCommand::List(args)) => list::run(&store, &args, json).await,
         Command::Messages(MessagesCommand::Show(args)) => show::run(&store, &args, json).await,
         Command::Retry(args) => retry::run(&store, &args, json).await,
+        Command::Discard(args) => discard::run(&store, &args, json).await,
         Command::Replay(args) => replay::run(&store, &args, json).await,
-        Command::Purge(args) => retention::run(&store, retention::Action::Purge, &args, json).await,
+        Command::Purge(args) if args.archive => {
+            retention::run(
+                &store,
+                retention::Action::PurgeArchive,
+                &args.retention,
+                json,
+            )
+            .await
+        }
+        Command::Purge(args) => {
+            retention::run(&store, retention::Action::Purge, &args.retention, json).await
+        }
         Command::Archive(args) => {
             retention::run(&store, retention::Action::Archive, &args, json).await
         }

@@ -66,6 +66,12 @@ pub(crate) struct RowJson<'a> {
     locked_by: Option<&'a str>,
     /// Until when.
     locked_until: Option<DateTime<Utc>>,
+    /// When the row was moved into its box's archive table (`null`: it is in its box).
+    archived_at: Option<DateTime<Utc>>,
+    /// Who discarded it (a discarded FAILED row in the archive).
+    discarded_by: Option<&'a str>,
+    /// Why.
+    discard_reason: Option<&'a str>,
     /// Headers (`messages show` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     headers: Option<&'a Headers>,
@@ -108,6 +114,9 @@ impl<'a> RowJson<'a> {
             resubmitted_at: row.resubmitted_at,
             locked_by: row.locked_by.as_deref(),
             locked_until: row.locked_until,
+            archived_at: row.archived_at,
+            discarded_by: row.discarded_by.as_deref(),
+            discard_reason: row.discard_reason.as_deref(),
             headers: full.then_some(&r.headers),
             payload: full.then(|| payload_value(&r.payload)),
         }

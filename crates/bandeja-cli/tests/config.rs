@@ -1,7 +1,9 @@
 //! `bandeja --config FILE` (and `BANDEJA_CONFIG`): the application's configuration file is
 //! read and checked before anything runs. A misspelt key or a bad duration is a usage
-//! error (exit 2) naming the key and the file; a good file's `stuck-threshold` (the one
-//! setting the CLI uses) is what `status` counts with, unless `--stuck-threshold` is given.
+//! error (exit 2) naming the key and the file. What the CLI uses — `stuck-threshold` (and
+//! the liveness of processes derived from it) and the completion modes — comes from the
+//! same loader as the application's, flag over variable over file over default, from the
+//! environment alone as from the file alone.
 
 mod common;
 
@@ -134,4 +136,83 @@ fn a_good_config_file_sets_the_stuck_threshold_of_status() {
     // No file: the specification's default.
     let plain = ["status", "--json", "--database", &url];
     assert_eq!(threshold(bandeja(&plain)), "PT5M");
+}
+
+/// What `status`, `status --check` and `subscribers` take from the configuration: the
+/// stuck threshold, and how long a process counts as live (derived from it as the
+/// processes derive it).
+fn assert_threshold_taken(url: &str, config: &[&str], env: &[(&str, &str)]) {
+    let run = |args: &[&str]| bandeja_with_env(&[config, args, &["--database", url]].concat(), env);
+    let status = run(&["status", "--json"]).expect_code(0).json();
+    assert_eq!(status["stuck_threshold"], "PT3S", "{status:#}");
+    let check = run(&["status", "--check"]).expect_code(0);
+    assert!(
+        check.stdout.contains("stuck: none, threshold PT3S"),
+        "{check:#?}"
+    );
+    let subscribers = run(&["subscribers", "--json"]).expect_code(0).json();
+    assert_eq!(subscribers["stuck_threshold"], "PT3S", "{subscribers:#}");
+    assert_eq!(subscribers["live_for"], "PT3S", "{subscribers:#}");
+    // The flag wins for what counts as unattended; liveness stays the processes'.
+    let flagged = run(&["subscribers", "--json", "--stuck-threshold", "1m"])
+        .expect_code(0)
+        .json();
+    assert_eq!(flagged["stuck_threshold"], "PT1M", "{flagged:#}");
+    assert_eq!(flagged["live_for"], "PT3S", "{flagged:#}");
+    // The completion modes: an outbox in `delete` mode keeps nothing to replay.
+    let replay = run(&["replay", "--outbox", "--all", "--dry-run"]).expect_code(1);
+    assert!(
+        replay
+            .stderr
+            .contains("outbox_events completes in `delete` mode"),
+        "{replay:#?}"
+    );
+}
+
+#[test]
+fn the_environment_alone_configures_the_cli() {
+    let dir = TempDir::new("bandeja-cli");
+    let url = migrated(&dir);
+    assert_threshold_taken(
+        &url,
+        &[],
+        &[
+            ("BANDEJA_STUCK_THRESHOLD", "PT3S"),
+            ("BANDEJA_EVENTS_OUTBOX_COMPLETION_MODE", "delete"),
+        ],
+    );
+    // Without either: the defaults.
+    let subscribers = bandeja(&["subscribers", "--json", "--database", &url])
+        .expect_code(0)
+        .json();
+    assert_eq!(subscribers["stuck_threshold"], "PT5M");
+    assert_eq!(subscribers["live_for"], "PT30S");
+    bandeja(&[
+        "replay",
+        "--outbox",
+        "--all",
+        "--dry-run",
+        "--database",
+        &url,
+    ])
+    .expect_code(0);
+    // A misspelt variable is refused, naming it.
+    let run = bandeja_with_env(
+        &["subscribers", "--database", &url],
+        &[("BANDEJA_STUCK_TRESHOLD", "PT3S")],
+    )
+    .expect_code(2);
+    assert!(run.stderr.contains("BANDEJA_STUCK_TRESHOLD"), "{run:#?}");
+}
+
+#[test]
+fn the_file_alone_configures_the_cli() {
+    let dir = TempDir::new("bandeja-cli");
+    let url = migrated(&dir);
+    let file = write(
+        &dir.path().join("application.toml"),
+        "stuck-threshold = \"PT3S\"\n[events.outbox]\ncompletion-mode = \"delete\"\n",
+    );
+    assert_threshold_taken(&url, &["--config", &file], &[]);
+    assert_threshold_taken(&url, &[], &[("BANDEJA_CONFIG", &file)]);
 }

@@ -7,6 +7,7 @@ mod common;
 use bandeja_conformance::fixtures::TempDir;
 use bandeja_core::MessageId;
 use bandeja_sqlite::SqliteStore;
+use common::databases::{sqlite_filled, SqliteDatabase};
 use common::{
     assert_takeover_shown, bandeja, field, listed, run_on, runtime, seed, take_over_one, FAILING,
     FAILURE, SEEDED, SUCCEEDING,
@@ -15,32 +16,18 @@ use sqlx::Row;
 
 /// A migrated, seeded SQLite database.
 struct Seeded {
-    _dir: TempDir,
-    url: String,
+    database: SqliteDatabase,
     ids: Vec<MessageId>,
 }
 
 impl Seeded {
     fn new() -> Seeded {
-        let dir = TempDir::new("bandeja-cli");
-        let url = dir.sqlite_url("boxes.db");
-        let run = bandeja(&["migrate", "--database", &url]).expect_code(0);
-        assert!(run.stdout.contains("migrations applied"), "{run:#?}");
-        let ids = runtime().block_on(async {
-            let store = SqliteStore::connect(&url).await.expect("open");
-            let ids = seed(&store).await;
-            store.pool().close().await;
-            ids
-        });
-        Seeded {
-            _dir: dir,
-            url,
-            ids,
-        }
+        let (database, ids) = sqlite_filled(seed);
+        Seeded { database, ids }
     }
 
     fn db(&self) -> [&str; 2] {
-        ["--database", &self.url]
+        self.database.args()
     }
 
     /// `bandeja <args> --database <url>`.
@@ -55,7 +42,9 @@ impl Seeded {
     /// Rows in an archive table, read with SQL.
     fn archived(&self, table: &str) -> i64 {
         runtime().block_on(async {
-            let store = SqliteStore::connect(&self.url).await.expect("open");
+            let store = SqliteStore::connect(&self.database.url)
+                .await
+                .expect("open");
             let n = sqlx::query(&format!("SELECT COUNT(*) AS n FROM {table}"))
                 .fetch_one(store.pool())
                 .await
@@ -109,7 +98,7 @@ fn status_shows_the_counters_of_every_box() {
 fn a_row_taken_over_shows_one_takeover_and_no_retry_in_list_show_and_status() {
     let db = Seeded::new();
     let id = runtime().block_on(async {
-        let store = SqliteStore::connect(&db.url).await.expect("open");
+        let store = SqliteStore::connect(&db.database.url).await.expect("open");
         let id = take_over_one(&store).await;
         store.pool().close().await;
         id
@@ -525,6 +514,8 @@ fn help_documents_the_exit_codes() {
         "2  usage",
         "3  not found",
         "4  aborted",
+        "5  status --check: more FAILED rows",
+        "6  status --check: stuck rows",
     ] {
         assert!(run.stdout.contains(code), "{code}: {run:#?}");
     }

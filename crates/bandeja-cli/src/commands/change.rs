@@ -12,7 +12,8 @@ use crate::scan;
 /// What a destructive command prints at the end (`--json`: this document).
 #[derive(Debug, serde::Serialize)]
 pub(crate) struct Changed {
-    /// `retry`, `replay`, `replay_outbox`, `purge` or `archive`.
+    /// `retry`, `discard`, `replay`, `replay_outbox`, `purge`, `archive` or
+    /// `purge_archive`.
     pub(crate) action: &'static str,
     /// Rows that matched when counted.
     pub(crate) matched: u64,
@@ -116,6 +117,11 @@ fn effect(action: &str) -> &'static str {
         }
         "purge" => "deleted",
         "archive" => "moved to the archive tables",
+        "discard" => {
+            "moved to the archive tables with who and why; `bandeja messages show ID` still \
+             finds them"
+        }
+        "purge_archive" => "deleted from the archive tables",
         _ => "done",
     }
 }

@@ -2,6 +2,8 @@
 //! and its parsed arguments, and writes text or one JSON document on stdout.
 
 pub(crate) mod change;
+pub(crate) mod check;
+pub(crate) mod discard;
 pub(crate) mod list;
 pub(crate) mod migrate;
 pub(crate) mod replay;

@@ -1,8 +1,9 @@
 //! `bandeja replay`: COMPLETED inbox rows matching the filters back to PENDING, so their
 //! handlers run again (after fixing a handler bug). `bandeja replay --outbox`: COMPLETED
-//! outbox rows sent again ([`outbox`]).
+//! outbox rows sent again ([`outbox`]). Without any filter both are refused unless
+//! `--all` is given: running every handler again is never a default.
 
-use bandeja_core::admin::Admin;
+use bandeja_core::admin::{Admin, MessageFilter};
 use bandeja_core::{BoxKind, MessageStatus};
 
 mod outbox;
@@ -11,6 +12,12 @@ use crate::cli::ReplayArgs;
 use crate::commands::change::{self, Decision};
 use crate::error::CliError;
 use crate::scan;
+
+/// Why a replay without any filter is refused (as `POST /replay` refuses one).
+const UNFILTERED: &str = "replay needs at least one filter (--box, --tenant, --type, \
+     --subscriber, --since or --until): without one it would run every handler again on \
+     every message it ever handled. Narrow it, or ask for all of them explicitly \
+     (`bandeja replay --all`)";
 
 /// The boxes replay applies to.
 const INBOXES: [BoxKind; 2] = [BoxKind::InboxEvents, BoxKind::InboxCommands];
@@ -25,6 +32,9 @@ pub(crate) async fn run<S: Admin>(
         return outbox::run(store, args, json).await;
     }
     let filter = args.filters.to_filter(None, None);
+    if !args.all && filter == MessageFilter::default() {
+        return Err(CliError::Usage(UNFILTERED.to_owned()));
+    }
     filter
         .check_replay()
         .map_err(|e| CliError::Usage(e.get_ref().to_string()))?;
@@ -37,5 +47,6 @@ pub(crate) async fn run<S: Admin>(
         return Ok(());
     };
     let changed = store.replay(&filter).await?;
+    crate::audit::changed("replayed", filter.id, Some(&filter), changed);
     change::report_changed("replay", matched, changed, json)
 }

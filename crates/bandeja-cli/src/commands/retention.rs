@@ -1,5 +1,6 @@
 //! `bandeja purge` and `bandeja archive`: COMPLETED rows completed before a cutoff are
-//! deleted, or moved into `<box>_archive`.
+//! deleted, or moved into `<box>_archive`. `bandeja purge --archive`: the rows of the
+//! archive tables archived before the cutoff are deleted.
 //!
 //! The rows are counted first, in the database ([`Admin::count`]; that number is what the
 //! operator confirms). The change then runs box by box, the store deleting in short
@@ -13,7 +14,7 @@ use crate::args::ago_from;
 use crate::cli::RetentionArgs;
 use crate::commands::change::{self, Decision};
 use crate::error::CliError;
-use crate::{progress, scan};
+use crate::{output, progress, scan};
 
 /// Which retention operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +23,8 @@ pub(crate) enum Action {
     Purge,
     /// Move them to the archive table.
     Archive,
+    /// Delete the rows of the archive tables archived before the cutoff.
+    PurgeArchive,
 }
 
 impl Action {
@@ -29,6 +32,7 @@ impl Action {
         match self {
             Action::Purge => "purge",
             Action::Archive => "archive",
+            Action::PurgeArchive => "purge_archive",
         }
     }
 
@@ -36,6 +40,7 @@ impl Action {
         match self {
             Action::Purge => "Delete",
             Action::Archive => "Move to the archive tables",
+            Action::PurgeArchive => "Delete from the archive tables",
         }
     }
 
@@ -48,6 +53,7 @@ impl Action {
         Ok(match self {
             Action::Purge => store.purge(box_kind, before).await?,
             Action::Archive => store.archive(box_kind, before).await?,
+            Action::PurgeArchive => store.purge_archive(box_kind, before).await?,
         })
     }
 }
@@ -64,15 +70,30 @@ pub(crate) async fn run<S: Admin>(
         .into_iter()
         .filter(|b| args.box_kind.is_none_or(|only| only == *b))
         .collect();
-    // The rows the store call below takes: COMPLETED, completed before the cutoff.
-    let due = MessageFilter {
-        status: Some(MessageStatus::Completed),
-        completed_before: Some(cutoff),
-        ..MessageFilter::default()
+    // The rows the store call below takes, counted with the same horizon the store
+    // compares: COMPLETED, completed before the cutoff; for the archive, the archived rows
+    // archived before it.
+    let due = match action {
+        Action::PurgeArchive => MessageFilter {
+            archived: true,
+            archived_before: Some(cutoff),
+            ..MessageFilter::default()
+        },
+        Action::Purge | Action::Archive => MessageFilter {
+            status: Some(MessageStatus::Completed),
+            completed_before: Some(cutoff),
+            ..MessageFilter::default()
+        },
     };
     let spinner = progress::spinner("counting rows");
     let counts = scan::count(store, &due, &boxes).await?;
     spinner.finish_and_clear();
+    if action == Action::PurgeArchive {
+        output::note(&format!(
+            "purge_archive: the archived rows archived before {}",
+            output::instant(Some(cutoff))
+        ));
+    }
     let Decision::Proceed(matched) = change::decide(
         action.name(),
         action.question(),
@@ -97,5 +118,6 @@ pub(crate) async fn run<S: Admin>(
         bar.inc(n);
     }
     bar.finish_and_clear();
+    crate::audit::changed(action.name(), None, Some(&due), changed);
     change::report_changed(action.name(), matched, changed, json)
 }

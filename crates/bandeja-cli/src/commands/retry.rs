@@ -29,5 +29,6 @@ pub(crate) async fn run<S: Admin>(store: &S, args: &RetryArgs, json: bool) -> Re
         return Ok(());
     };
     let changed = store.retry(&filter).await?;
+    crate::audit::changed("retried", args.id, Some(&filter), changed);
     change::report_changed("retry", matched, changed, json)
 }

@@ -1,5 +1,12 @@
 //! `bandeja serve`: the HTTP endpoints and the dashboard of `bandeja-http`, standalone,
 //! until Ctrl-C or SIGTERM.
+//!
+//! It runs no workers: `/health/live` is UP while it answers, `/health/ready` follows the
+//! database, the stuck boxes and `--failed-threshold`. Its `/metrics` has the Prometheus
+//! recorder installed like an application's, but this process handles no message, so the
+//! runtime's counter and histogram families are there (`# HELP`, `# TYPE`) without samples;
+//! what it measures is the database: the box and subscription gauges, for the whole fleet.
+//! Scrape the application processes for throughput and latency.
 
 use bandeja_core::admin::Admin;
 use bandeja_http::HttpOptions;
@@ -25,6 +32,16 @@ pub(crate) async fn run<S: Admin>(store: S, args: &ServeArgs, json: bool) -> Res
     if let Some(token) = &args.token {
         options = options.token(token.clone());
     }
+    if let Some(threshold) = args.failed_threshold {
+        options = options.failed_threshold(threshold);
+    }
+    match bandeja_http::metrics::install_recorder() {
+        Ok(handle) => options = options.metrics(handle),
+        // Not this binary's case (it installs no other), but never a reason not to serve.
+        Err(error) => output::note(&format!(
+            "serving /metrics without the process's recorder: {error}"
+        )),
+    }
     let server = bandeja_http::bind(store, options, args.listen).await?;
     let addr = server.local_addr();
     let generated = server.token_generated();
@@ -42,7 +59,7 @@ pub(crate) async fn run<S: Admin>(store: S, args: &ServeArgs, json: bool) -> Res
         })?;
     } else {
         output::line(&format!(
-            "listening on http://{addr} (GET /health, /boxes, /metrics); dashboard: {dashboard_url}"
+            "listening on http://{addr} (GET /health, /health/live, /health/ready, /boxes, /metrics); dashboard: {dashboard_url}"
         ))?;
         if generated {
             output::line("admin token generated for this run (pass --token to choose one)")?;

@@ -1,9 +1,10 @@
 //! `bandeja messages show ID`: every row holding one message id, in full: payload
-//! (pretty-printed), headers, attempts, last error.
+//! (pretty-printed), headers, attempts, last error; its rows in the archive tables too,
+//! marked, with when they were archived and, for a discarded row, by whom and why.
 
 use std::io::{self, Write};
 
-use bandeja_core::admin::{Admin, MessageView};
+use bandeja_core::admin::{archive_table, Admin, AttemptView, MessageView};
 use bandeja_core::{MessageId, MessageStatus};
 
 use crate::cli::ShowArgs;
@@ -16,8 +17,12 @@ use crate::view::{payload_value, RowJson};
 struct Shown<'a> {
     /// The message id.
     id: MessageId,
-    /// Its rows: the outbox row, then one inbox row per subscriber.
+    /// Its rows: the outbox row, then one inbox row per subscriber (each box's archived
+    /// rows after its live ones, with `archived_at` set).
     rows: Vec<RowJson<'a>>,
+    /// Every failed attempt kept for its rows, oldest first (at most
+    /// [`MAX_ATTEMPTS_KEPT`](bandeja_core::admin::MAX_ATTEMPTS_KEPT) per row).
+    attempts: &'a [AttemptView],
 }
 
 /// Prints the rows of the message, or fails with "not found" (exit code 3).
@@ -29,10 +34,12 @@ pub(crate) async fn run<S: Admin>(store: &S, args: &ShowArgs, json: bool) -> Res
             args.id
         )));
     }
+    let attempts = store.attempts(args.id).await?;
     if json {
         return output::json(&Shown {
             id: args.id,
             rows: rows.iter().map(|r| RowJson::new(r, true)).collect(),
+            attempts: &attempts,
         });
     }
     let mut out = io::stdout().lock();
@@ -47,7 +54,32 @@ pub(crate) async fn run<S: Admin>(store: &S, args: &ShowArgs, json: bool) -> Res
             write_body(&mut out, row)?;
         }
     }
+    write_attempts(&mut out, &attempts)?;
     out.flush()?;
+    Ok(())
+}
+
+/// The failed attempts, oldest first: when, which row, which attempt, how it ended, why.
+fn write_attempts(out: &mut impl Write, attempts: &[AttemptView]) -> Result<(), CliError> {
+    if attempts.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "failed attempts (oldest first)")?;
+    for a in attempts {
+        let row = match &a.subscriber {
+            Some(s) => format!("{} ({s})", a.box_kind),
+            None => a.box_kind.to_string(),
+        };
+        writeln!(
+            out,
+            "  {}  {row}  attempt {}  {}  {}",
+            output::instant(Some(a.at)),
+            a.attempt,
+            a.outcome.as_str(),
+            a.error
+        )?;
+    }
     Ok(())
 }
 
@@ -100,7 +132,10 @@ fn write_row(out: &mut impl Write, row: &MessageView) -> Result<(), CliError> {
         Some(subscriber) => format!("{} · subscriber {subscriber}", m.box_kind),
         None => m.box_kind.to_string(),
     };
-    writeln!(out, "== {heading} (seq {})", m.seq)?;
+    match row.archived_at {
+        Some(_) => writeln!(out, "== {heading} (seq {}) · ARCHIVED", m.seq)?,
+        None => writeln!(out, "== {heading} (seq {})", m.seq)?,
+    }
     let mut attempts = format!("retry count {}, takeovers {}", m.retry_count, m.takeovers);
     if m.box_kind.is_inbox() {
         attempts.push_str(&format!(", delivered {} time(s)", m.delivery_count));
@@ -112,11 +147,22 @@ fn write_row(out: &mut impl Write, row: &MessageView) -> Result<(), CliError> {
             output::instant(row.resubmitted_at)
         ));
     }
-    let mut fields: Vec<(&str, String)> = vec![
-        ("status", m.status.to_string()),
+    let mut fields: Vec<(&str, String)> = vec![("status", m.status.to_string())];
+    if let Some(at) = row.archived_at {
+        let table = archive_table(m.box_kind);
+        let at = output::instant(Some(at));
+        fields.push(("archived at", format!("{at} (in {table})")));
+    }
+    if let Some(by) = &row.discarded_by {
+        fields.push(("discarded by", by.clone()));
+    }
+    if let Some(reason) = &row.discard_reason {
+        fields.push(("discard reason", reason.clone()));
+    }
+    fields.extend([
         ("attempts", attempts),
         ("created at", output::instant(Some(row.created_at))),
-    ];
+    ]);
     if m.box_kind.is_inbox() {
         fields.push(("received at", output::instant(row.received_at)));
     }

@@ -37,19 +37,23 @@ pub(crate) async fn run<S: Admin>(
     args: &StatusArgs,
     json: bool,
 ) -> Result<(), CliError> {
+    if args.check {
+        return crate::commands::check::run(store, args, json).await;
+    }
     let counters = store.counters(args.stuck_threshold, args.by_tenant).await?;
     let threshold = format_duration(args.stuck_threshold);
-    let attention = crate::commands::subscribers::needing_attention(store, args.stuck_threshold)
-        .await
-        .map(|states| {
-            let (unattended, waiting) = states
-                .into_iter()
-                .partition(|s| s.state == Attendance::Unattended);
-            Attention {
-                unattended,
-                waiting,
-            }
-        });
+    let attention =
+        crate::commands::subscribers::needing_attention(store, args.stuck_threshold, args.live_for)
+            .await
+            .map(|states| {
+                let (unattended, waiting) = states
+                    .into_iter()
+                    .partition(|s| s.state == Attendance::Unattended);
+                Attention {
+                    unattended,
+                    waiting,
+                }
+            });
     if json {
         return output::json(&Status {
             stuck_threshold: threshold,

@@ -2,9 +2,11 @@
 //! pending and FAILED rows and their state (what `GET /subscribers` answers); `bandeja
 //! subscribers retire NAME --discard|--keep` ends one on purpose.
 //!
-//! A process counts as live until [`longest_live_for`] after its last heartbeat: the CLI
-//! does not know the stuck threshold the processes run with, and a shorter bound would take
-//! a running process for a stopped one (and let a retirement through).
+//! The listing counts a process as live until [`live_for`](bandeja_core::subscriptions::live_for)
+//! of the configuration's stuck threshold after its last heartbeat: what a process with the
+//! same configuration (`--config`, `BANDEJA_*`) refreshes within. `retire` always waits for
+//! [`longest_live_for`]: should the processes run with another configuration, a shorter
+//! bound could take a running process for a stopped one and let a retirement through.
 
 use std::io::{self, Write};
 
@@ -33,7 +35,7 @@ pub(crate) async fn run<S: Admin>(
 }
 
 async fn list<S: Admin>(store: &S, args: &SubscribersArgs, json: bool) -> Result<(), CliError> {
-    let live_for = longest_live_for();
+    let live_for = args.live_for;
     let views = store.subscriptions(live_for).await?;
     let listing = SubscriptionListing::new(views, args.stuck_threshold, live_for);
     if json {
@@ -311,8 +313,9 @@ fn describe(report: &RetireReport) -> String {
 pub(crate) async fn needing_attention<S: Admin>(
     store: &S,
     stuck_threshold: std::time::Duration,
+    live_for: std::time::Duration,
 ) -> Option<Vec<bandeja_core::admin::SubscriberState>> {
-    match store.subscriptions(longest_live_for()).await {
+    match store.subscriptions(live_for).await {
         Ok(views) => Some(
             bandeja_core::admin::attendance(&views, stuck_threshold)
                 .into_iter()

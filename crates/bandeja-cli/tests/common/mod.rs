@@ -6,15 +6,19 @@
 // Each test crate uses a part of this module.
 #![allow(dead_code)]
 
+pub(crate) mod databases;
+pub(crate) mod paging;
+pub(crate) mod serving;
+
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use bandeja_conformance::fixtures::{fast_config, take_over, Ping};
+use bandeja_conformance::fixtures::{emit_ping, fast_config, take_over, Ping};
 use bandeja_core::admin::Admin;
 use bandeja_core::testing::eventually;
 use bandeja_core::{
-    Bandeja, BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageKind,
-    MessageRecord, MessageStatus, Store, TenantId,
+    Bandeja, BoxKind, Event, EventHandler, HandlerContext, HandlerError, MessageId, MessageStatus,
+    Store,
 };
 
 /// How many Ping events a seed emits.
@@ -70,22 +74,28 @@ pub(crate) fn bandeja(args: &[&str]) -> Run {
     bandeja_with_env(args, &[])
 }
 
-/// [`bandeja`] with the variables `env`, and no `BANDEJA_*` variable inherited (a
-/// configuration variable of the test's own environment would change what it checks).
+/// [`bandeja`] with the variables `env` (see [`command`]).
 pub(crate) fn bandeja_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_bandeja"));
-    command.args(args).env_remove("DATABASE_URL");
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("BANDEJA_") {
-            command.env_remove(name);
-        }
-    }
-    command
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
+    command(args, env)
         .output()
         .expect("run the bandeja binary")
         .into()
+}
+
+/// `bandeja <args>` with the variables `env`, stdin not a terminal (`/dev/null`), and no
+/// `DATABASE_URL`, `RUST_LOG` or `BANDEJA_*` variable inherited (one of the test's own
+/// environment would change what it checks).
+pub(crate) fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bandeja"));
+    command.args(args);
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if text.starts_with("BANDEJA_") || text == "DATABASE_URL" || text == "RUST_LOG" {
+            command.env_remove(name);
+        }
+    }
+    command.envs(env.iter().copied()).stdin(Stdio::null());
+    command
 }
 
 /// A (two-thread) runtime for the async parts of a test.
@@ -205,15 +215,7 @@ pub(crate) fn field(rows: &[serde_json::Value], name: &str) -> Vec<String> {
 /// once, with no failed attempt. The outbox must hold no other due row (after [`seed`], all
 /// its rows are COMPLETED). Returns its id.
 pub(crate) async fn take_over_one<S: Store>(store: &S) -> MessageId {
-    let event = Event::new("Ping", "k99", Ping { n: 99 });
-    let mut record = MessageRecord::from_event(&event).expect("a valid event");
-    record.tenant_id = TenantId::default_tenant();
-    let mut tx = store.begin().await.expect("begin");
-    store
-        .insert_outbox(&mut *tx, MessageKind::Event, std::slice::from_ref(&record))
-        .await
-        .expect("insert");
-    store.commit(tx).await.expect("commit");
+    let record = emit_ping(store, 99, "k99").await;
     let taken = take_over(store, std::slice::from_ref(&record)).await;
     assert_eq!(taken.len(), 1);
     record.id

@@ -55,5 +55,11 @@ pub(crate) async fn run<S: Admin>(
         return Ok(());
     };
     let changed = store.replay_outbox(&replay).await.map_err(refused)?;
+    crate::audit::changed(
+        "replayed the outbox",
+        replay.filter.id,
+        Some(&replay.filter),
+        changed,
+    );
     change::report_changed(ACTION, matched, changed, json)
 }
