@@ -28,16 +28,32 @@ mod run;
 
 use clap::Parser;
 
+/// The benchmark's arguments and its logging flag.
+#[derive(Debug, Parser)]
+#[command(name = "bandeja-bench", version, about)]
+struct Cli {
+    #[command(flatten)]
+    args: args::Args,
+    /// Log lines on stderr as `text` or `json` (one object per line); the filter is
+    /// `BANDEJA_LOG` (default `warn`).
+    #[arg(long, env = "BANDEJA_LOG_FORMAT", value_name = "FORMAT")]
+    log_format: Option<bandeja::logging::LogFormat>,
+}
+
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("BANDEJA_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
+    let Cli {
+        mut args,
+        log_format,
+    } = Cli::parse();
+    let logging = bandeja::logging::Logging::new()
+        .default_filter("warn")
+        .format(log_format)
         .init();
-    let mut args = args::Args::parse();
+    if let Err(error) = logging {
+        eprintln!("bandeja-bench: {error}");
+        std::process::exit(2);
+    }
     if args.broker_prefix.is_none() {
         args.broker_prefix = Some(format!("bench{:08x}", rand::random::<u32>()));
     }

@@ -33,16 +33,28 @@ use bandeja::{
 };
 use sqlx::PgPool;
 
-/// Sends the process's logs to stderr, filtered by `BANDEJA_LOG` (`default` when unset),
-/// as the package's binaries do.
-pub fn log_to_stderr(default: &str) {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("BANDEJA_LOG")
-                .unwrap_or_else(|_| default.into()),
-        )
-        .with_writer(std::io::stderr)
+/// Sends the process's logs to stderr through bandeja's logging set-up: filtered by
+/// `BANDEJA_LOG` (`default` when unset), as text or JSON lines (`format`, else
+/// `BANDEJA_LOG_FORMAT`), as the package's binaries do. Exits (code 2) on a bad
+/// `BANDEJA_LOG_FORMAT`.
+pub fn log_to_stderr(default: &str, format: Option<bandeja::logging::LogFormat>) {
+    let installed = bandeja::logging::Logging::new()
+        .default_filter(default)
+        .format(format)
         .init();
+    if let Err(error) = installed {
+        eprintln!("{error}");
+        std::process::exit(2);
+    }
+}
+
+/// The logging flag of the package's binaries (`#[command(flatten)]` it into their
+/// arguments).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LogArgs {
+    /// Log lines on stderr as `text` or `json` (one object per line).
+    #[arg(long, env = "BANDEJA_LOG_FORMAT", value_name = "FORMAT")]
+    pub log_format: Option<bandeja::logging::LogFormat>,
 }
 
 /// The two subscribers of [`Tick`]: each gets its own inbox row, hence its own effect row.

@@ -1,12 +1,14 @@
 //! The shop's bandeja configuration: the library's defaults, shop-friendly values set in
 //! code, then the configuration file (`--config`, `BANDEJA_CONFIG`) if one is given, then
-//! the `BANDEJA_*` environment variables on top (they win).
+//! the `BANDEJA_*` environment variables on top (they win); and the options of its admin
+//! endpoints ([`admin_options`]).
 
 use std::path::Path;
 use std::time::Duration;
 
 use bandeja::config::parse_duration;
 use bandeja::{Config, ConfigError};
+use bandeja_http::HttpOptions;
 
 /// How much longer than the notification delay an inbox claim holds, so a slow but live
 /// handler is not taken over by another worker.
@@ -43,6 +45,18 @@ pub fn bandeja_config(
     file: Option<&Path>,
 ) -> Result<Config, ConfigError> {
     shop_defaults(notification_delay).load_over(file)
+}
+
+/// The options of the admin endpoints (`/admin/…`, see the README): the stuck threshold
+/// and process liveness window of `config`, the admin `token` (admin actions need it, and
+/// so do the message listings), and the FAILED threshold of readiness
+/// (`--failed-threshold`, `SHOP_FAILED_THRESHOLD`; `None`: FAILED rows do not change it).
+pub fn admin_options(config: &Config, token: &str, failed_threshold: Option<u64>) -> HttpOptions {
+    let options = HttpOptions::from_config(config).token(token);
+    match failed_threshold {
+        Some(threshold) => options.failed_threshold(threshold),
+        None => options,
+    }
 }
 
 #[cfg(test)]

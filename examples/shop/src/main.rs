@@ -1,16 +1,15 @@
 //! The `shop` binary: reads the arguments, sets up logging, opens the database named by
 //! the URL scheme (SQLite or PostgreSQL) and runs the shop.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use bandeja::logging::{LogFormat, Logging};
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
 
 use shop::messaging::Service;
-use shop::server::{self, NatsSettings, Settings, StartError};
+use shop::server::{self, AdminSettings, NatsSettings, Settings, StartError};
 
 /// The bandeja shop example: order, inventory and notification modules exchanging events
 /// through a transactional outbox and idempotent inboxes.
@@ -48,18 +47,32 @@ struct Args {
     /// bad value stops the shop at start with an error naming the key and the file.
     #[arg(long, env = "BANDEJA_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
+
+    /// Serve bandeja's admin endpoints (health, boxes, metrics, dashboard) at the root of
+    /// this address instead of under `/admin` on --listen, e.g. `0.0.0.0:9090`.
+    #[arg(long, env = "SHOP_ADMIN_LISTEN", value_name = "ADDR")]
+    admin_listen: Option<String>,
+
+    /// Admin token: admin actions (retry, replay, purge, …) and message listings need it as
+    /// `Authorization: Bearer <token>`. Without one, a token is generated for the run.
+    #[arg(long, env = "SHOP_ADMIN_TOKEN", hide_env_values = true)]
+    admin_token: Option<String>,
+
+    /// More FAILED rows than this (all boxes together) make /health/ready DOWN; 0: any
+    /// FAILED row does. Without it, FAILED rows do not change readiness.
+    #[arg(long, env = "SHOP_FAILED_THRESHOLD", value_name = "N")]
+    failed_threshold: Option<u64>,
+
+    /// Log lines on stderr as `text` or `json` (one object per line); the filter is
+    /// `BANDEJA_LOG` (default `info`).
+    #[arg(long, env = "BANDEJA_LOG_FORMAT", value_name = "FORMAT")]
+    log_format: Option<LogFormat>,
 }
 
-fn init_logging() {
-    // BANDEJA_LOG (reserved by bandeja for this), else RUST_LOG, else `info`.
-    let filter = EnvFilter::try_from_env("BANDEJA_LOG")
-        .or_else(|_| EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+/// bandeja's logging set-up: BANDEJA_LOG, else RUST_LOG, else `info`; text or JSON lines
+/// on stderr (`--log-format`, BANDEJA_LOG_FORMAT).
+fn init_logging(format: Option<LogFormat>) -> Result<(), bandeja::logging::LoggingError> {
+    Logging::new().default_filter("info").format(format).init()
 }
 
 async fn run(args: Args) -> Result<(), StartError> {
@@ -72,6 +85,11 @@ async fn run(args: Args) -> Result<(), StartError> {
             url,
             prefix: args.nats_prefix,
         }),
+        admin: AdminSettings {
+            listen: args.admin_listen,
+            token: args.admin_token.filter(|t| !t.trim().is_empty()),
+            failed_threshold: args.failed_threshold,
+        },
     };
     let scheme = args.database.split(':').next().unwrap_or_default();
     match scheme {
@@ -95,7 +113,10 @@ async fn run(args: Args) -> Result<(), StartError> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    init_logging();
+    if let Err(e) = init_logging(args.log_format) {
+        eprintln!("shop: {e}");
+        return ExitCode::FAILURE;
+    }
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

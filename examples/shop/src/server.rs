@@ -1,13 +1,21 @@
-//! Startup and shutdown of the shop on one database: migrations, workers, HTTP.
+//! Startup and shutdown of the shop on one database: migrations, workers, HTTP (the shop's
+//! API, and bandeja's admin endpoints under `/admin` or on an address of their own).
 
+use std::future::IntoFuture;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::response::Redirect;
+use axum::routing::get;
+use axum::Router;
+use bandeja::admin::Admin;
 use bandeja::nats::{NatsOptions, NatsTransport};
 use bandeja::transport::Transport;
 
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
 use crate::app::{self, AppState};
 use crate::messaging::Service;
@@ -29,6 +37,33 @@ pub struct Settings {
     pub config: Option<PathBuf>,
     /// NATS JetStream between the services (`None`: the in-process transport).
     pub nats: Option<NatsSettings>,
+    /// bandeja's admin endpoints (health, boxes, metrics, dashboard).
+    pub admin: AdminSettings,
+}
+
+/// Where and how the admin endpoints are served.
+#[derive(Clone, Default)]
+pub struct AdminSettings {
+    /// An address of their own, served at its root (`--admin-listen`, `SHOP_ADMIN_LISTEN`);
+    /// `None`: under `/admin` on the shop's address.
+    pub listen: Option<String>,
+    /// The admin token (`--admin-token`, `SHOP_ADMIN_TOKEN`): admin actions and message
+    /// listings need it. `None`: one is generated for the run (printed with the dashboard
+    /// URL when the admin endpoints are on a loopback address).
+    pub token: Option<String>,
+    /// More FAILED rows than this make `/health/ready` DOWN (`--failed-threshold`,
+    /// `SHOP_FAILED_THRESHOLD`); `None`: FAILED rows do not change readiness.
+    pub failed_threshold: Option<u64>,
+}
+
+impl std::fmt::Debug for AdminSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminSettings")
+            .field("listen", &self.listen)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("failed_threshold", &self.failed_threshold)
+            .finish()
+    }
 }
 
 /// Where the services meet on NATS.
@@ -42,8 +77,9 @@ pub struct NatsSettings {
 
 /// Runs the shop on `db` until Ctrl-C or SIGTERM: migrates bandeja's boxes and the shop's
 /// tables, starts the workers, serves HTTP, then stops the server and the workers
-/// gracefully. Prints `shop listening on http://ADDR` on stdout once it accepts requests.
-pub async fn run<D: ShopDb>(db: D, settings: Settings) -> Result<(), StartError> {
+/// gracefully. Prints `shop listening on http://ADDR` on stdout once it accepts requests,
+/// then `shop admin on http://ADDR/admin` (or the admin address).
+pub async fn run<D: ShopDb + Admin>(db: D, settings: Settings) -> Result<(), StartError> {
     let config = config::bandeja_config(settings.notification_delay, settings.config.as_deref())
         .map_err(|e| e.full_message())?;
     db.migrate()
@@ -84,17 +120,103 @@ pub async fn run<D: ShopDb>(db: D, settings: Settings) -> Result<(), StartError>
         .await
         .map_err(|e| format!("listening on {}: {e}", settings.listen))?;
     let address = listener.local_addr()?;
+    let admin_listener = match &settings.admin.listen {
+        Some(admin) => Some(
+            TcpListener::bind(admin)
+                .await
+                .map_err(|e| format!("listening on {admin} (the admin address): {e}"))?,
+        ),
+        None => None,
+    };
+    // Once per process: the workers' counters and histograms, rendered by /admin/metrics.
+    let metrics = bandeja_http::metrics::install_recorder()
+        .map_err(
+            |error| tracing::warn!(%error, "serving /admin/metrics without the runtime's counters"),
+        )
+        .ok();
 
     let running = bandeja.start().await?;
+    let generated = settings.admin.token.is_none();
+    let token = settings
+        .admin
+        .token
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    let mut options =
+        config::admin_options(bandeja.config(), &token, settings.admin.failed_threshold)
+            .liveness(running.liveness());
+    if let Some(handle) = metrics {
+        options = options.metrics(handle);
+    }
+    // The runtime's store: it knows the completion modes (outbox replay needs them).
+    let admin = bandeja_http::router(bandeja.store().clone(), options);
+    let app = app::router(AppState::new(db, bandeja.outbox()), settings.service);
+    let (app, admin, admin_base) = match admin_listener {
+        None => (
+            // `/admin` is the dashboard; `/admin/` (which `nest` leaves out) leads there.
+            app.nest("/admin", admin)
+                .route("/admin/", get(|| async { Redirect::permanent("/admin") })),
+            None,
+            (address, format!("http://{address}/admin")),
+        ),
+        Some(listener) => {
+            let at = listener.local_addr()?;
+            (app, Some((listener, admin)), (at, format!("http://{at}")))
+        }
+    };
     println!("shop listening on http://{address}");
+    announce_admin(admin_base, generated.then_some(token.as_str()));
     tracing::info!(%address, service = settings.service.name(), nats = settings.nats.as_ref().map(|n| n.url.as_str()), notification_delay = ?settings.notification_delay, "shop started");
 
-    // Until Ctrl-C or SIGTERM: the server stops taking requests and finishes those in
+    // Until Ctrl-C or SIGTERM: the servers stop taking requests and finish those in
     // flight, then the workers stop gracefully.
-    let app = app::router(AppState::new(db, bandeja.outbox()), settings.service);
-    let served = running
-        .run_until(axum::serve(listener, app).with_graceful_shutdown(bandeja::shutdown_signal()))
-        .await;
+    let served = running.run_until(serve(listener, app, admin)).await;
     tracing::info!("shop stopped");
     Ok(served?)
+}
+
+/// Prints where the admin endpoints are, and the dashboard URL with a token generated for
+/// this run when they are on loopback (elsewhere the generated token stays secret: admin
+/// actions and listings are then closed until `SHOP_ADMIN_TOKEN` is set).
+fn announce_admin((at, base): (SocketAddr, String), generated: Option<&str>) {
+    println!("shop admin on {base} (GET /health/live, /health/ready, /health, /boxes, /metrics; dashboard /dashboard)");
+    match generated {
+        Some(token) if at.ip().is_loopback() => {
+            println!("shop admin dashboard (token generated for this run): {base}/dashboard#token={token}");
+        }
+        Some(_) => {
+            tracing::warn!(admin = %base, "no admin token set (SHOP_ADMIN_TOKEN): admin actions and message listings are closed; health, boxes and metrics are open")
+        }
+        None => {}
+    }
+}
+
+/// Serves the shop's router, and the admin router on its own listener when given, until
+/// Ctrl-C or SIGTERM.
+async fn serve(
+    listener: TcpListener,
+    app: Router,
+    admin: Option<(TcpListener, Router)>,
+) -> std::io::Result<()> {
+    let (stop, stopped) = watch::channel(false);
+    tokio::spawn(async move {
+        bandeja::shutdown_signal().await;
+        let _ = stop.send(true);
+    });
+    let until = |mut stopped: watch::Receiver<bool>| async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    // With the peer's address, so the admin router's audit lines (and a discarded row's
+    // `discarded_by`) name the socket's peer, not only what a client claims in
+    // `X-Forwarded-For`.
+    let with_peer = |router: Router| router.into_make_service_with_connect_info::<SocketAddr>();
+    let shop = axum::serve(listener, with_peer(app)).with_graceful_shutdown(until(stopped.clone()));
+    match admin {
+        None => shop.await,
+        Some((listener, router)) => {
+            let admin =
+                axum::serve(listener, with_peer(router)).with_graceful_shutdown(until(stopped));
+            tokio::try_join!(shop.into_future(), admin.into_future()).map(|_| ())
+        }
+    }
 }

@@ -14,7 +14,8 @@ use clap::Parser;
 
 #[tokio::main]
 async fn main() {
-    bandeja_scale_tests::log_to_stderr("error");
+    // Its arguments are the plan's; the format comes from BANDEJA_LOG_FORMAT.
+    bandeja_scale_tests::log_to_stderr("error", None);
     let plan = Plan::parse();
     let report = match chaos::run(&plan).await {
         Ok(report) => report,

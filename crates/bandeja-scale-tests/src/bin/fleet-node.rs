@@ -74,6 +74,9 @@ enum TransportKind {
 #[derive(Debug, Parser)]
 #[command(name = "fleet-node", about = "One process of a mixed-version fleet")]
 struct Args {
+    /// `--log-format text|json`.
+    #[command(flatten)]
+    log: bandeja_scale_tests::LogArgs,
     /// The worker id written to `locked_by` and to the runs and effects.
     #[arg(long)]
     worker_id: String,
@@ -416,8 +419,8 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
 
 #[tokio::main]
 async fn main() {
-    bandeja_scale_tests::log_to_stderr("warn,sqlx::query=error");
     let args = Args::parse();
+    bandeja_scale_tests::log_to_stderr("warn,sqlx::query=error", args.log.log_format);
     if let Err(error) = run(args).await {
         eprintln!("fleet-node: {error}");
         std::process::exit(1);

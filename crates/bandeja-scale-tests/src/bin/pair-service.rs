@@ -53,6 +53,9 @@ enum Broker {
     about = "One service of the two-services broker test"
 )]
 struct Args {
+    /// `--log-format text|json`.
+    #[command(flatten)]
+    log: bandeja_scale_tests::LogArgs,
     /// Which service this process is.
     #[arg(long, value_enum)]
     role: Role,
@@ -190,8 +193,8 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
 
 #[tokio::main]
 async fn main() {
-    bandeja_scale_tests::log_to_stderr("warn");
     let args = Args::parse();
+    bandeja_scale_tests::log_to_stderr("warn", args.log.log_format);
     if let Err(error) = run(args).await {
         eprintln!("pair-service: {error}");
         std::process::exit(1);

@@ -30,6 +30,9 @@ use tokio::signal::unix::{signal, SignalKind};
 #[derive(Debug, Parser)]
 #[command(name = "scale-worker", about = "Runs bandeja workers until killed")]
 struct Args {
+    /// `--log-format text|json`.
+    #[command(flatten)]
+    log: bandeja_scale_tests::LogArgs,
     /// PostgreSQL URL.
     #[arg(long, env = "DATABASE_URL")]
     database_url: String,
@@ -167,8 +170,8 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
 
 #[tokio::main]
 async fn main() {
-    bandeja_scale_tests::log_to_stderr("error");
     let args = Args::parse();
+    bandeja_scale_tests::log_to_stderr("error", args.log.log_format);
     if let Err(error) = run(args).await {
         eprintln!("scale-worker: {error}");
         std::process::exit(1);

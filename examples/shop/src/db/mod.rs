@@ -143,6 +143,16 @@ impl Dialect {
             Dialect::Postgres => Some("SELECT pg_advisory_xact_lock(4242424242)"),
         }
     }
+
+    /// A statement that keeps the `IF NOT EXISTS` DDL of a migration from filling the logs
+    /// with "already exists, skipping" notices at every start (PostgreSQL only, for the
+    /// rest of the transaction).
+    fn quiet_notices(self) -> Option<&'static str> {
+        match self {
+            Dialect::Sqlite => None,
+            Dialect::Postgres => Some("SET LOCAL client_min_messages = warning"),
+        }
+    }
 }
 
 /// Creates the shop's tables (each module's own) and seeds the catalog and the stock, in
@@ -150,6 +160,9 @@ impl Dialect {
 pub async fn migrate<D: ShopDb>(db: &D) -> Result<(), sqlx::Error> {
     let mut tx = db.begin_write().await?;
     let conn = &mut *tx;
+    if let Some(quiet) = D::DIALECT.quiet_notices() {
+        conn.execute(quiet, &[]).await?;
+    }
     if let Some(lock) = D::DIALECT.migration_lock() {
         conn.execute(lock, &[]).await?;
     }
