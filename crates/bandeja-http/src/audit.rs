@@ -11,12 +11,10 @@
 //! one line: INFO through [`action`], WARN through [`destructive`] (rows deleted or
 //! discarded):
 //!
-//! ```ignore
-//! pub(crate) async fn retry<A: Admin>(state: Shared<A>, caller: Caller, ...) -> ... {
-//!     caller.require_token()?; // a refusal is logged (WARN) with the caller
-//!     let retried = state.admin.retry(&filter).await?;
-//!     audit::action(&caller, "retry", Details::new().filter(&filter).count("retried", retried));
-//! }
+//! ```text
+//! caller.require_token("retry")?;                // a refusal is logged (WARN) with the caller
+//! let retried = state.admin.retry(&filter).await?;
+//! audit::action(&caller, "retry", Details::new().filter(&filter).with("retried", retried));
 //! ```
 //!
 //! The lines have the target `bandeja_http::audit` (`BANDEJA_LOG=warn,bandeja_http::audit=info`
