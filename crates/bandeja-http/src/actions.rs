@@ -24,8 +24,7 @@ pub(crate) async fn retry_one<A: Admin>(
     query: RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     caller.require_token("retry one")?;
-    let id = filter::message_id(&id)
-        .map_err(|why| ApiError::BadRequest(format!("bad message id in the path: {why}")))?;
+    let id = filter::path_id(&id)?;
     let params = Params::new(pairs(query)?, &[&["box", "subscriber"]])?;
     let filter = MessageFilter {
         id: Some(id),
@@ -196,6 +195,9 @@ pub(crate) async fn replay_outbox<A: Admin>(
 enum Cleanup {
     Purge,
     Archive,
+    /// `POST /purge?archive=true`: the archived rows (archived COMPLETED rows, discarded
+    /// FAILED rows) archived before the horizon.
+    PurgeArchive,
 }
 
 async fn cleanup<A: Admin>(
@@ -205,19 +207,22 @@ async fn cleanup<A: Admin>(
     action: Cleanup,
 ) -> Result<Json<Value>, ApiError> {
     let key = match action {
-        Cleanup::Purge => "purge",
+        Cleanup::Purge | Cleanup::PurgeArchive => "purge",
         Cleanup::Archive => "archive",
     };
     caller.require_token(key)?;
     let keys: &[&str] = match action {
-        Cleanup::Purge => &["box", "older_than", "completed_before", "archive"],
+        Cleanup::Purge | Cleanup::PurgeArchive => {
+            &["box", "older_than", "completed_before", "archive"]
+        }
         Cleanup::Archive => &["box", "older_than", "completed_before"],
     };
     let params = Params::new(pairs(query)?, &[keys])?;
     let horizon = params.horizon()?;
-    if matches!(action, Cleanup::Purge) && params.flag("archive")? {
-        return purge_archive(state, caller, &params, horizon).await;
-    }
+    let action = match action {
+        Cleanup::Purge if params.flag("archive")? => Cleanup::PurgeArchive,
+        other => other,
+    };
     let boxes: Vec<BoxKind> = match params.filter()?.box_kind {
         Some(one) => vec![one],
         None => BoxKind::ALL.to_vec(),
@@ -228,58 +233,31 @@ async fn cleanup<A: Admin>(
         let n = match action {
             Cleanup::Purge => state.admin.purge(box_kind, horizon).await?,
             Cleanup::Archive => state.admin.archive(box_kind, horizon).await?,
+            Cleanup::PurgeArchive => state.admin.purge_archive(box_kind, horizon).await?,
         };
         total += n;
         per_box.insert(box_kind.table().to_owned(), json!(n));
     }
-    let key = match action {
-        Cleanup::Purge => "purged",
-        Cleanup::Archive => "archived",
+    let (key, horizon_key) = match action {
+        Cleanup::Purge => ("purged", "completed_before"),
+        Cleanup::Archive => ("archived", "completed_before"),
+        Cleanup::PurgeArchive => ("purged", "archived_before"),
     };
     let details = Details::new()
-        .with("completed_before", horizon)
+        .with(horizon_key, horizon)
         .with("boxes", serde_json::Value::Object(per_box.clone()))
         .with(key, total);
     match action {
         // Deleted for good.
         Cleanup::Purge => audit::destructive(&caller, "purge", details),
+        Cleanup::PurgeArchive => audit::destructive(&caller, "purge archive", details),
         Cleanup::Archive => audit::action(&caller, "archive", details),
     }
-    Ok(Json(
-        json!({ key: total, "boxes": per_box, "completed_before": horizon }),
-    ))
-}
-
-/// `POST /purge?archive=true&box=&older_than=|completed_before=`: deletes the archived rows
-/// (archived COMPLETED rows, discarded FAILED rows) archived before the horizon.
-async fn purge_archive<A: Admin>(
-    state: Shared<A>,
-    caller: Caller,
-    params: &Params,
-    horizon: chrono::DateTime<chrono::Utc>,
-) -> Result<Json<Value>, ApiError> {
-    let boxes: Vec<BoxKind> = match params.filter()?.box_kind {
-        Some(one) => vec![one],
-        None => BoxKind::ALL.to_vec(),
-    };
-    let mut per_box = serde_json::Map::new();
-    let mut total = 0u64;
-    for box_kind in boxes {
-        let n = state.admin.purge_archive(box_kind, horizon).await?;
-        total += n;
-        per_box.insert(box_kind.table().to_owned(), json!(n));
+    let mut body = json!({ key: total, "boxes": per_box, horizon_key: horizon });
+    if matches!(action, Cleanup::PurgeArchive) {
+        body["archive"] = json!(true);
     }
-    audit::destructive(
-        &caller,
-        "purge archive",
-        Details::new()
-            .with("archived_before", horizon)
-            .with("boxes", serde_json::Value::Object(per_box.clone()))
-            .with("purged", total),
-    );
-    Ok(Json(
-        json!({ "purged": total, "boxes": per_box, "archived_before": horizon, "archive": true }),
-    ))
+    Ok(Json(body))
 }
 
 /// `POST /purge?box=&older_than=|completed_before=`: deletes COMPLETED rows completed

@@ -235,37 +235,22 @@ fn log(level: tracing::Level, caller: &Caller, action: &'static str, details: &D
 /// The set parts of `filter`, `key=value` joined by `,`; `none` when nothing is set.
 fn compact(filter: &MessageFilter) -> String {
     let mut parts: Vec<String> = Vec::new();
-    let mut part = |key: &str, value: Option<&dyn Display>| {
+    fn part(parts: &mut Vec<String>, key: &str, value: Option<impl Display>) {
         if let Some(value) = value {
             parts.push(format!("{key}={value}"));
         }
-    };
-    part("box", filter.box_kind.as_ref().map(|v| v as &dyn Display));
-    part("status", filter.status.as_ref().map(|v| v as &dyn Display));
-    part("tenant", filter.tenant.as_ref().map(|v| v as &dyn Display));
-    part(
-        "type",
-        filter.message_type.as_ref().map(|v| v as &dyn Display),
-    );
-    part(
-        "subscriber",
-        filter.subscriber.as_ref().map(|v| v as &dyn Display),
-    );
-    part("since", filter.since.as_ref().map(|v| v as &dyn Display));
-    part("until", filter.until.as_ref().map(|v| v as &dyn Display));
-    part("id", filter.id.as_ref().map(|v| v as &dyn Display));
-    part(
-        "completed_before",
-        filter.completed_before.as_ref().map(|v| v as &dyn Display),
-    );
-    part(
-        "correlation_id",
-        filter.correlation_id.as_ref().map(|v| v as &dyn Display),
-    );
-    part(
-        "archived_before",
-        filter.archived_before.as_ref().map(|v| v as &dyn Display),
-    );
+    }
+    part(&mut parts, "box", filter.box_kind);
+    part(&mut parts, "status", filter.status);
+    part(&mut parts, "tenant", filter.tenant.as_ref());
+    part(&mut parts, "type", filter.message_type.as_ref());
+    part(&mut parts, "subscriber", filter.subscriber.as_ref());
+    part(&mut parts, "since", filter.since);
+    part(&mut parts, "until", filter.until);
+    part(&mut parts, "id", filter.id);
+    part(&mut parts, "completed_before", filter.completed_before);
+    part(&mut parts, "correlation_id", filter.correlation_id.as_ref());
+    part(&mut parts, "archived_before", filter.archived_before);
     if filter.archived {
         parts.push("archived=true".to_owned());
     }

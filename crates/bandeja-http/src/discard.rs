@@ -64,8 +64,7 @@ pub(crate) async fn discard_one<A: Admin>(
     query: RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     caller.require_token("discard one")?;
-    let id = filter::message_id(&id)
-        .map_err(|why| ApiError::BadRequest(format!("bad message id in the path: {why}")))?;
+    let id = filter::path_id(&id)?;
     let params = Params::new(pairs(query)?, &[&["box", "subscriber", "reason", "by"]])?;
     let discard = Discard {
         by: actor(params.get("by"), &caller),

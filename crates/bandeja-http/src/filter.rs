@@ -213,6 +213,11 @@ pub(crate) fn message_id(value: &str) -> Result<MessageId, String> {
         .map_err(|_| "expected a message id (a UUID)".to_owned())
 }
 
+/// The message id of a `/messages/{id}/…` path, or a 400 saying why it is not one.
+pub(crate) fn path_id(value: &str) -> Result<MessageId, ApiError> {
+    message_id(value).map_err(|why| bad(format!("bad message id in the path: {why}")))
+}
+
 /// An instant: RFC 3339 (`2024-05-01T12:00:00Z`), a date (`2024-05-01`, midnight UTC), or
 /// a duration meaning that long ago (`1h`, `PT30M`).
 fn instant(value: &str) -> Result<DateTime<Utc>, String> {

@@ -172,8 +172,7 @@ pub(crate) async fn show<A: Admin>(
     Path(id): Path<String>,
 ) -> Result<Json<Shown>, ApiError> {
     auth::allow_read(&state.options, &headers)?;
-    let id = filter::message_id(&id)
-        .map_err(|why| ApiError::BadRequest(format!("bad message id in the path: {why}")))?;
+    let id = filter::path_id(&id)?;
     let views = state.admin.show(id).await?;
     if views.is_empty() {
         return Err(ApiError::NotFound(format!("no message with id {id}")));

@@ -10,7 +10,7 @@ use axum::http::HeaderMap;
 use axum::Json;
 use bandeja_core::admin::listing::list_page;
 use bandeja_core::admin::{Admin, MessageFilter};
-use bandeja_core::{BoxKind, MessageKind, MessageStatus};
+use bandeja_core::MessageStatus;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -53,13 +53,6 @@ pub(crate) struct Workers {
     holders_truncated: bool,
 }
 
-fn inbox_of(kind: MessageKind) -> BoxKind {
-    match kind {
-        MessageKind::Event => BoxKind::InboxEvents,
-        MessageKind::Command => BoxKind::InboxCommands,
-    }
-}
-
 /// `GET /workers`.
 pub(crate) async fn list<A: Admin>(
     state: Shared<A>,
@@ -84,7 +77,7 @@ pub(crate) async fn list<A: Admin>(
                 });
             entry.last_seen_at = entry.last_seen_at.max(p.last_seen_at);
             entry.subscribers.insert(subscription.subscriber.clone());
-            entry.boxes.insert(inbox_of(subscription.kind).table());
+            entry.boxes.insert(subscription.kind.inbox().table());
         }
     }
     let processing = MessageFilter {

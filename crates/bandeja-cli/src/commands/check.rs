@@ -19,6 +19,9 @@ struct Verdict {
     state: &'static str,
     /// The exit code the command ends with.
     exit_code: u8,
+    /// That code's meaning, as `judge` decided it.
+    #[serde(skip)]
+    exit: Exit,
     /// The summary line.
     summary: String,
     /// The stuck threshold the `stuck` count uses (ISO-8601).
@@ -50,14 +53,12 @@ pub(crate) async fn run<S: Admin>(
     } else {
         output::line(&verdict.summary)?;
     }
-    let exit = match verdict.state {
-        "CRITICAL" => Exit::StuckRows,
-        "WARNING" => Exit::FailedRows,
-        _ => return Ok(()),
-    };
+    if verdict.exit == Exit::Ok {
+        return Ok(());
+    }
     Err(CliError::Unhealthy {
-        exit,
-        summary: format!("{} (exit {})", verdict.state, exit.code()),
+        exit: verdict.exit,
+        summary: format!("{} (exit {})", verdict.state, verdict.exit.code()),
     })
 }
 
@@ -106,6 +107,7 @@ fn judge(boxes: Vec<BoxCounters>, args: &StatusArgs) -> Verdict {
     Verdict {
         state,
         exit_code: exit.code(),
+        exit,
         summary,
         stuck_threshold: threshold,
         failed_threshold: limit,

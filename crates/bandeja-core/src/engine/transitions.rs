@@ -69,18 +69,13 @@ pub(crate) fn failed(message: &StoredMessage, outcome: &Outcome, permanent: bool
                 "attempt {attempts} failed; will retry at {at}"
             );
         }
-        Resolution::Failed { error, .. } if permanent => {
-            tracing::warn!(
-                box = %message.box_kind,
-                message_id = %message.record.id,
-                message_type = %message.record.message_type,
-                subscriber = message.subscriber.as_deref(),
-                attempts,
-                error = %short(error),
-                "message FAILED at attempt {attempts}, not retried: the error is not retriable; retry it by hand once its cause is fixed"
-            );
-        }
         Resolution::Failed { error, .. } => {
+            let why = match permanent {
+                true => format!(
+                    "message FAILED at attempt {attempts}, not retried: the error is not retriable"
+                ),
+                false => format!("message FAILED after {attempts} attempts: retries exhausted"),
+            };
             tracing::warn!(
                 box = %message.box_kind,
                 message_id = %message.record.id,
@@ -88,7 +83,7 @@ pub(crate) fn failed(message: &StoredMessage, outcome: &Outcome, permanent: bool
                 subscriber = message.subscriber.as_deref(),
                 attempts,
                 error = %short(error),
-                "message FAILED after {attempts} attempts: retries exhausted; retry it by hand once its cause is fixed"
+                "{why}; retry it by hand once its cause is fixed"
             );
         }
         Resolution::Completed | Resolution::Release => {}

@@ -256,7 +256,9 @@ impl MessageFilter {
         }
         Err(invalid(
             "read messages",
-            "`archived_before` bounds when rows were archived, and only archived rows have              that time: read the archive tables (`archived`, `--archived`, `archived=true`)              or drop `archived_before`"
+            "`archived_before` bounds when rows were archived, and only archived rows have \
+             that time: read the archive tables (`archived`, `--archived`, `archived=true`) \
+             or drop `archived_before`"
                 .to_owned(),
         ))
     }

@@ -68,6 +68,14 @@ pub enum Resolution {
     Release,
 }
 
+impl Resolution {
+    /// Whether this outcome is a failed attempt (scheduled again or FAILED): what the
+    /// stores record in the attempts history.
+    pub fn is_failed_attempt(&self) -> bool {
+        matches!(self, Resolution::Retry { .. } | Resolution::Failed { .. })
+    }
+}
+
 /// The outcome of one claimed row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {

@@ -4,8 +4,8 @@
 //! [`MAX_ATTEMPTS_KEPT`], so the history changes with the outcome, atomically. Batches
 //! without a failure run the plain statement (`queries::BoxQueries::resolve`).
 
-use bandeja_core::admin::{AttemptOutcome, AttemptView, MAX_ATTEMPTS_KEPT};
-use bandeja_core::store::{Outcome, Resolution};
+use bandeja_core::admin::{AttemptView, MAX_ATTEMPTS_KEPT};
+use bandeja_core::store::Outcome;
 use bandeja_core::{BoxKind, StoreError, StoreErrorKind};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
@@ -18,12 +18,7 @@ fn bad(what: impl Into<bandeja_core::BoxError>) -> StoreError {
 
 /// Whether `outcomes` hold a failed attempt (what [`ctes`] records).
 pub(crate) fn any_failed(outcomes: &[Outcome]) -> bool {
-    outcomes.iter().any(|o| {
-        matches!(
-            o.resolution,
-            Resolution::Retry { .. } | Resolution::Failed { .. }
-        )
-    })
+    outcomes.iter().any(|o| o.resolution.is_failed_attempt())
 }
 
 /// The schema-qualified attempts table.
@@ -117,17 +112,15 @@ pub(crate) fn purge_orphans(schema: &str, box_kind: BoxKind, horizon: &str) -> S
 /// Decodes a row of [`of_message`].
 pub(crate) fn view(row: &PgRow) -> Result<AttemptView, StoreError> {
     let table: String = row.try_get("box").map_err(bad)?;
-    let subscriber: String = row.try_get("subscriber").map_err(bad)?;
-    let attempt: i32 = row.try_get("attempt").map_err(bad)?;
     let outcome: String = row.try_get("outcome").map_err(bad)?;
-    Ok(AttemptView {
-        box_kind: table.parse().map_err(bad)?,
-        subscriber: Some(subscriber).filter(|s| !s.is_empty()),
-        attempt: u32::try_from(attempt)
-            .map_err(|_| bad(format!("attempt out of range: {attempt}")))?,
-        outcome: AttemptOutcome::from_column(&outcome)?,
-        error: row.try_get("error").map_err(bad)?,
-        at: row.try_get("at").map_err(bad)?,
-        worker: row.try_get("worker").map_err(bad)?,
-    })
+    let attempt: i32 = row.try_get("attempt").map_err(bad)?;
+    AttemptView::from_columns(
+        &table,
+        row.try_get("subscriber").map_err(bad)?,
+        i64::from(attempt),
+        &outcome,
+        row.try_get("error").map_err(bad)?,
+        row.try_get("at").map_err(bad)?,
+        row.try_get("worker").map_err(bad)?,
+    )
 }

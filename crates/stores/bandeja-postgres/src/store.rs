@@ -131,6 +131,9 @@ async fn write_outcomes(
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
+/// How many orphaned attempts one statement of the retention deletes.
+const ORPHANS_BATCH: i64 = 10_000;
+
 impl PgStore {
     /// Inserts inbox rows in a transaction of their own, then wakes the inbox locally.
     async fn deliver(
@@ -584,11 +587,12 @@ impl Store for PgStore {
         loop {
             let done = sqlx::query(&attempts)
                 .bind(seconds(older_than))
-                .bind(10_000_i64)
+                .bind(ORPHANS_BATCH)
                 .execute(self.pool())
                 .await
                 .map_err(|e| sqlx_error("purge old attempts", e))?;
-            if done.rows_affected() == 0 {
+            // A short batch was the last.
+            if done.rows_affected() < ORPHANS_BATCH.unsigned_abs() {
                 return Ok(total);
             }
         }

@@ -3,8 +3,8 @@
 //! attempts of a row beyond [`MAX_ATTEMPTS_KEPT`] are deleted with it. Outcome batches
 //! without a failure run none of this.
 
-use bandeja_core::admin::{AttemptOutcome, AttemptView, MAX_ATTEMPTS_KEPT};
-use bandeja_core::store::{Outcome, Resolution};
+use bandeja_core::admin::{AttemptView, MAX_ATTEMPTS_KEPT};
+use bandeja_core::store::Outcome;
 use bandeja_core::{BoxKind, StoreError};
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
@@ -14,12 +14,7 @@ use crate::queries::NOW;
 
 /// Whether `outcomes` hold a failed attempt (what [`record`] records).
 pub(crate) fn any_failed(outcomes: &[Outcome]) -> bool {
-    outcomes.iter().any(|o| {
-        matches!(
-            o.resolution,
-            Resolution::Retry { .. } | Resolution::Failed { .. }
-        )
-    })
+    outcomes.iter().any(|o| o.resolution.is_failed_attempt())
 }
 
 /// The failed outcomes of the JSON outcomes `?1` (see `store::outcomes_json`): scheduled
@@ -96,18 +91,15 @@ pub(crate) fn purge_orphans(box_kind: BoxKind, horizon: &str) -> String {
 /// Decodes a row of [`OF_MESSAGE`].
 pub(crate) fn view(row: &SqliteRow) -> Result<AttemptView, StoreError> {
     let table: String = row.try_get("box").map_err(bad)?;
-    let subscriber: String = row.try_get("subscriber").map_err(bad)?;
-    let attempt: i64 = row.try_get("attempt").map_err(bad)?;
     let outcome: String = row.try_get("outcome").map_err(bad)?;
     let at: String = row.try_get("at").map_err(bad)?;
-    Ok(AttemptView {
-        box_kind: table.parse().map_err(bad)?,
-        subscriber: Some(subscriber).filter(|s| !s.is_empty()),
-        attempt: u32::try_from(attempt)
-            .map_err(|_| bad(format!("attempt out of range: {attempt}")))?,
-        outcome: AttemptOutcome::from_column(&outcome)?,
-        error: row.try_get("error").map_err(bad)?,
-        at: parse_time(&at)?,
-        worker: row.try_get("worker").map_err(bad)?,
-    })
+    AttemptView::from_columns(
+        &table,
+        row.try_get("subscriber").map_err(bad)?,
+        row.try_get("attempt").map_err(bad)?,
+        &outcome,
+        row.try_get("error").map_err(bad)?,
+        parse_time(&at)?,
+        row.try_get("worker").map_err(bad)?,
+    )
 }

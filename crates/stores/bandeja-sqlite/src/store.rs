@@ -184,6 +184,9 @@ fn ago(duration: std::time::Duration) -> String {
     format!("-{:.3} seconds", duration.as_secs_f64())
 }
 
+/// How many orphaned attempts one statement of the retention deletes.
+const ORPHANS_BATCH: i64 = 10_000;
+
 #[async_trait]
 impl Store for SqliteStore {
     type Conn = SqliteConnection;
@@ -559,11 +562,12 @@ impl Store for SqliteStore {
         loop {
             let done = sqlx::query(&attempts)
                 .bind(&modifier)
-                .bind(10_000_i64)
+                .bind(ORPHANS_BATCH)
                 .execute(self.pool())
                 .await
                 .map_err(|e| sqlx_error("purge old attempts", e))?;
-            if done.rows_affected() == 0 {
+            // A short batch was the last.
+            if done.rows_affected() < ORPHANS_BATCH.unsigned_abs() {
                 break;
             }
         }

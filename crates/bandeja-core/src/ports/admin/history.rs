@@ -91,6 +91,35 @@ pub struct AttemptView {
     pub worker: Option<String>,
 }
 
+impl AttemptView {
+    /// An attempt from the columns of the `message_attempts` table as the stores keep them:
+    /// the box's table name, `''` for an outbox row's subscriber, the attempt number and
+    /// the outcome's column text ([`AttemptOutcome::as_str`]). A value no store writes is
+    /// a permanent error naming it.
+    pub fn from_columns(
+        table: &str,
+        subscriber: String,
+        attempt: i64,
+        outcome: &str,
+        error: String,
+        at: DateTime<Utc>,
+        worker: Option<String>,
+    ) -> Result<AttemptView, StoreError> {
+        let bad =
+            |what: String| StoreError::new(StoreErrorKind::Permanent, "decode an attempt", what);
+        Ok(AttemptView {
+            box_kind: table.parse().map_err(|e| bad(format!("{e}")))?,
+            subscriber: Some(subscriber).filter(|s| !s.is_empty()),
+            attempt: u32::try_from(attempt)
+                .map_err(|_| bad(format!("attempt out of range: {attempt}")))?,
+            outcome: AttemptOutcome::from_column(outcome)?,
+            error,
+            at,
+            worker,
+        })
+    }
+}
+
 /// The activity of one box in one minute, as [`Admin::timeline`](super::Admin::timeline)
 /// returns it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -157,19 +186,18 @@ pub struct MinuteCount {
 /// minute and box, from a box and its archive, add up), `failed` from the attempts. A
 /// (minute, box) present in either gets one entry.
 pub fn merge_timeline(handled: &[MinuteCount], failed: &[MinuteCount]) -> Vec<MinuteStats> {
-    let position = |b: BoxKind| BoxKind::ALL.iter().position(|x| *x == b).unwrap_or(0);
     // Per (minute, box); `lag_avg_seconds` holds the sum of the lags until the end.
     let mut all: BTreeMap<(DateTime<Utc>, usize), MinuteStats> = BTreeMap::new();
     for c in handled {
         let stats = all
-            .entry((c.minute, position(c.box_kind)))
+            .entry((c.minute, c.box_kind.index()))
             .or_insert_with(|| empty(c));
         stats.handled += c.count;
         stats.lag_max_seconds = stats.lag_max_seconds.max(c.lag_max_seconds);
         stats.lag_avg_seconds += c.lag_sum_seconds;
     }
     for c in failed {
-        all.entry((c.minute, position(c.box_kind)))
+        all.entry((c.minute, c.box_kind.index()))
             .or_insert_with(|| empty(c))
             .failed += c.count;
     }

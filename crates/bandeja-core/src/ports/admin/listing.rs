@@ -45,7 +45,7 @@ impl Cursor {
     /// from their newest (what a per-box `before` of a single-box listing means).
     pub fn older_than(box_kind: BoxKind, seq: i64) -> Cursor {
         let mut bounds = [None; 4];
-        bounds[index(box_kind)] = Some(seq);
+        bounds[box_kind.index()] = Some(seq);
         Cursor {
             direction: Direction::Older,
             bounds,
@@ -59,7 +59,7 @@ impl Cursor {
 
     /// The bound of `box_kind`'s rows.
     pub fn bound(&self, box_kind: BoxKind) -> Option<i64> {
-        self.bounds[index(box_kind)]
+        self.bounds[box_kind.index()]
     }
 }
 
@@ -128,13 +128,6 @@ pub struct Listed {
     pub newer: Option<Cursor>,
 }
 
-fn index(box_kind: BoxKind) -> usize {
-    BoxKind::ALL
-        .iter()
-        .position(|b| *b == box_kind)
-        .unwrap_or_default()
-}
-
 /// The listing order of two rows (with their box's index): newest `created_at` first,
 /// then boxes in [`BoxKind::ALL`] order, then highest `seq` first.
 fn newest_first(a: (usize, &MessageView), b: (usize, &MessageView)) -> Ordering {
@@ -195,7 +188,7 @@ pub async fn list_page<A: Admin>(
             rows.reverse();
         }
         walks.push(Walk {
-            index: index(box_kind),
+            index: box_kind.index(),
             rows,
         });
     }

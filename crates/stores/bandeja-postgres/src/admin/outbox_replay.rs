@@ -9,7 +9,7 @@
 //! and the relay completed (or archived) again before the run ends is not taken a second
 //! time, and emission during a long run does not keep it going.
 
-use bandeja_core::admin::{archive_table, MessageFilter, OutboxReplay, ReplayRefused};
+use bandeja_core::admin::{archive_table, MessageFilter, OutboxReplay};
 use bandeja_core::{BoxKind, MessageStatus, Store, StoreError, StoreErrorKind};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
@@ -154,14 +154,9 @@ fn full(n: i64) -> bool {
 }
 
 impl PgStore {
-    /// The outboxes `replay` covers; refused when one completes in `delete` mode, or when
-    /// the filter bounds `archived_at`.
+    /// The outboxes `replay` covers; refused when one completes in `delete` mode (and
+    /// whatever [`OutboxReplay::check`] refuses).
     fn outbox_replay_boxes(&self, replay: &OutboxReplay) -> Result<Vec<BoxKind>, StoreError> {
-        if replay.filter.archived_before.is_some() {
-            // It bounds `archived_at`, which the boxes lack; the replay reads the archive
-            // tables itself.
-            return Err(ReplayRefused::Archived.into_error());
-        }
         replay.boxes_in(|b| self.queries(b).mode)
     }
 

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use bandeja_core::admin::{archive_table, MessageFilter, OutboxReplay, ReplayRefused};
+use bandeja_core::admin::{archive_table, MessageFilter, OutboxReplay};
 use bandeja_core::{BoxKind, Store, StoreError, StoreErrorKind};
 use sqlx::Row;
 
@@ -121,17 +121,12 @@ fn affected(n: u64) -> bool {
 }
 
 impl SqliteStore {
-    /// The outboxes `replay` covers; refused when one completes in `delete` mode, or when
-    /// the filter bounds `archived_at`.
+    /// The outboxes `replay` covers; refused when one completes in `delete` mode (and
+    /// whatever [`OutboxReplay::check`] refuses).
     pub(super) fn outbox_replay_boxes(
         &self,
         replay: &OutboxReplay,
     ) -> Result<Vec<BoxKind>, StoreError> {
-        if replay.filter.archived_before.is_some() {
-            // It bounds `archived_at`, which the boxes lack; the replay reads the archive
-            // tables itself.
-            return Err(ReplayRefused::Archived.into_error());
-        }
         replay.boxes_in(|b| self.queries(b).mode)
     }
 
