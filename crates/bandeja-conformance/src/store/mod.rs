@@ -17,6 +17,7 @@ pub mod emission;
 pub mod inbox;
 pub mod leases;
 pub mod ordering;
+pub mod relay;
 pub mod resolution;
 
 pub(crate) fn ping(n: u64, key: &str) -> MessageRecord {

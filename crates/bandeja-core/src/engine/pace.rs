@@ -30,6 +30,11 @@ pub(crate) const BATCH_AT_MOST: Duration = Duration::from_millis(10);
 /// The measured handler time one batched chunk holds at most.
 pub(crate) const CHUNK_BUDGET: Duration = Duration::from_millis(500);
 
+/// The measured handler time one batched chunk holds at most on a single-writer store
+/// (SQLite): the chunk holds the database's one write lock from its first write to its
+/// commit, and the application's own transactions wait for it meanwhile.
+pub(crate) const SINGLE_WRITER_CHUNK_BUDGET: Duration = Duration::from_millis(20);
+
 /// The weight of the newest call in the moving average.
 pub(crate) const WEIGHT: f64 = 0.2;
 
@@ -117,12 +122,18 @@ impl Pace {
 }
 
 /// How many messages one batched chunk takes when the slowest handler in it averages
-/// `slowest` per message: its measured time stays within [`CHUNK_BUDGET`].
-pub(crate) fn chunk_limit(slowest: Duration) -> usize {
+/// `slowest` per message: its measured time stays within [`CHUNK_BUDGET`], or
+/// [`SINGLE_WRITER_CHUNK_BUDGET`] on a `single_writer` store.
+pub(crate) fn chunk_limit(slowest: Duration, single_writer: bool) -> usize {
     if slowest.is_zero() {
         return usize::MAX;
     }
-    let fits = CHUNK_BUDGET.as_secs_f64() / slowest.as_secs_f64();
+    let budget = if single_writer {
+        SINGLE_WRITER_CHUNK_BUDGET
+    } else {
+        CHUNK_BUDGET
+    };
+    let fits = budget.as_secs_f64() / slowest.as_secs_f64();
     if fits >= 1_000_000.0 {
         1_000_000
     } else {
@@ -166,8 +177,10 @@ mod tests {
 
     #[test]
     fn a_chunk_holds_its_time_budget() {
-        assert_eq!(chunk_limit(Duration::from_millis(10)), 50);
-        assert_eq!(chunk_limit(Duration::ZERO), usize::MAX);
-        assert_eq!(chunk_limit(Duration::from_secs(5)), 1);
+        assert_eq!(chunk_limit(Duration::from_millis(10), false), 50);
+        assert_eq!(chunk_limit(Duration::ZERO, false), usize::MAX);
+        assert_eq!(chunk_limit(Duration::from_secs(5), false), 1);
+        assert_eq!(chunk_limit(Duration::from_millis(1), true), 20);
+        assert_eq!(chunk_limit(Duration::from_millis(10), true), 2);
     }
 }

@@ -2,9 +2,12 @@
 
 mod admin;
 mod attempts;
+mod busy;
+mod claim;
 mod completion;
 mod decode;
 mod queries;
+mod relay;
 mod staleness;
 mod store;
 mod subscriptions;
@@ -41,6 +44,8 @@ pub struct SqliteStore {
     inner: Arc<Inner>,
     /// The SQL of each box, for this handle's completion modes.
     queries: Arc<[BoxQueries; 4]>,
+    /// The statements of the events' one-transaction relay.
+    relay: Arc<crate::relay::RelaySql>,
 }
 
 struct Inner {
@@ -100,7 +105,7 @@ impl SqliteStore {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(30))
+            .busy_timeout(crate::busy::TIMEOUT)
             .foreign_keys(true);
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
         let pool = SqlitePoolOptions::new()
@@ -108,13 +113,16 @@ impl SqliteStore {
             .max_connections(if in_memory { 1 } else { 24 })
             .min_connections(1)
             .acquire_timeout(Duration::from_secs(60))
+            .after_connect(|conn, _| Box::pin(crate::busy::install(conn)))
             .connect_with(options)
             .await
             .map_err(|e| sqlx_error("open the SQLite database", e))?;
         Ok(SqliteStore::from_pool(pool))
     }
 
-    /// Wraps an existing pool (configure WAL and a busy timeout on it).
+    /// Wraps an existing pool (configure WAL and a busy timeout on it). Its connections keep
+    /// SQLite's own busy handler, which sleeps up to 100 ms between tries for the write
+    /// lock: [`SqliteStore::connect`] installs one that is woken by each commit instead.
     pub fn from_pool(pool: SqlitePool) -> SqliteStore {
         SqliteStore {
             pool,
@@ -122,6 +130,7 @@ impl SqliteStore {
                 wakers: Wakers::new(),
             }),
             queries: Arc::new(BoxKind::ALL.map(|b| BoxQueries::new(b, CompletionModes::default()))),
+            relay: Arc::new(crate::relay::RelaySql::events()),
         }
     }
 
@@ -134,12 +143,17 @@ impl SqliteStore {
         &self.queries[index(box_kind)]
     }
 
+    pub(crate) fn relay_sql(&self) -> &crate::relay::RelaySql {
+        &self.relay
+    }
+
     /// This handle with the SQL of `modes` (same pool and signals).
     pub(crate) fn with_modes(&self, modes: CompletionModes) -> SqliteStore {
         SqliteStore {
             pool: self.pool.clone(),
             inner: self.inner.clone(),
             queries: Arc::new(BoxKind::ALL.map(|b| BoxQueries::new(b, modes))),
+            relay: self.relay.clone(),
         }
     }
 }

@@ -17,7 +17,7 @@ use bandeja_core::{
     BoxKind, MessageId, MessageKind, MessageRecord, Store, StoreError, StoredMessage, TenantId,
 };
 use sqlx::sqlite::{Sqlite, SqliteConnection};
-use sqlx::{Row, Transaction};
+use sqlx::Transaction;
 
 use crate::decode::{format_time, row_key, row_view};
 use crate::queries::insert_outbox;
@@ -252,61 +252,16 @@ impl Store for SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(|e| sqlx_error("begin a claim", e))?;
-        let limit = i64::try_from(request.limit).unwrap_or(i64::MAX);
-        let sql = if request.tenant.is_some() {
-            &queries.select_due_tenant
-        } else {
-            &queries.select_due
-        };
-        let mut select = sqlx::query(sql)
-            .bind(i64::from(request.ordered))
-            .bind(limit)
-            .bind(request.from_seq);
-        if let Some(tenant) = request.tenant {
-            select = select.bind(tenant.as_str().to_owned());
-        }
-        if box_kind.is_inbox() {
-            select = select.bind(request.subscribers.map(|claimable| {
-                serde_json::Value::Array(
-                    claimable
-                        .iter()
-                        .map(|k| {
-                            serde_json::json!([
-                                k.subscriber,
-                                k.message_type,
-                                k.tenant.as_ref().map(TenantId::as_str),
-                            ])
-                        })
-                        .collect(),
-                )
-                .to_string()
-            }));
-        }
-        let due = select
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(|e| sqlx_error("select due rows", e))?;
+        let due = crate::claim::due(self, &mut tx, box_kind, request).await?;
         if due.is_empty() {
             return Ok(Vec::new());
         }
-        let mut seqs = Vec::with_capacity(due.len());
+        let seqs: Vec<i64> = due.iter().map(|d| d.seq).collect();
         // The holders of the expired leases taken over, by seq.
-        let mut holders = std::collections::HashMap::new();
-        for row in &due {
-            let seq: i64 = row
-                .try_get(0)
-                .map_err(|e| sqlx_error("read a due row", e))?;
-            let status: String = row
-                .try_get(1)
-                .map_err(|e| sqlx_error("read a due row", e))?;
-            if status == "PROCESSING" {
-                let holder: Option<String> = row
-                    .try_get(2)
-                    .map_err(|e| sqlx_error("read a due row", e))?;
-                holders.insert(seq, holder.unwrap_or_else(|| "?".to_owned()));
-            }
-            seqs.push(seq);
-        }
+        let mut holders: std::collections::HashMap<i64, String> = due
+            .into_iter()
+            .filter_map(|d| d.holder.map(|holder| (d.seq, holder)))
+            .collect();
         let lease = lease_modifier(request.lease);
         let rows = sqlx::query(&queries.claim)
             .bind(request.worker_id)
@@ -506,7 +461,21 @@ impl Store for SqliteStore {
             .map_err(|e| sqlx_error("read the live floor", e))
     }
 
+    async fn relay(
+        &self,
+        kind: MessageKind,
+        request: &ClaimRequest<'_>,
+    ) -> Result<Option<bandeja_core::store::RelayReport>, StoreError> {
+        crate::relay::relay(self, kind, request).await
+    }
+
     fn single_writer(&self) -> bool {
+        true
+    }
+
+    /// One commit per chunk of fast handlers: SQLite lets one writer at a time, so a
+    /// transaction per message only queues the handlers behind each other's commits.
+    fn prefers_batched_handlers(&self) -> bool {
         true
     }
 

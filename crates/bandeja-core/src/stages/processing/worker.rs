@@ -160,7 +160,8 @@ impl<S: Store> Lane<'_, S> {
     /// Handles `messages` in chunks, one transaction per chunk (each holding one permit),
     /// split over the handler concurrency; a chunk holds one tenant only (a tenant context
     /// a handler sets with `SET LOCAL` never reaches another tenant's handler) and at most
-    /// the [chunk budget](crate::pace::CHUNK_BUDGET) of measured handler
+    /// the [chunk budget](crate::pace::CHUNK_BUDGET) (single writer:
+    /// [its own](crate::pace::SINGLE_WRITER_CHUNK_BUDGET)) of measured handler
     /// time. The messages a chunk leaves to run alone (handed over past the patience, or
     /// after its transaction broke) run each in its own transaction. Returns the
     /// outcomes to write back.
@@ -180,7 +181,7 @@ impl<S: Store> Lane<'_, S> {
         let size = messages
             .len()
             .div_ceil(chunks)
-            .min(pace::chunk_limit(slowest))
+            .min(pace::chunk_limit(slowest, shared.store.single_writer()))
             .max(1);
         let patience = stragglers::patience(shared.config.group(self.box_kind));
         let runs: Vec<_> = by_tenant(messages)
