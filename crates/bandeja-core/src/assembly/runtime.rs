@@ -19,7 +19,7 @@ use crate::registry::Registry;
 use crate::store::Store;
 use crate::tenant::TenantId;
 use crate::transport::routing::Routing;
-use crate::transport::{SubscribeRequest, Transport};
+use crate::transport::{SubscribeRequest, Subscription, Transport};
 
 use super::running::Tracker;
 pub use super::running::{shutdown_signal, Liveness, Running, StoppedTask, TaskEnd};
@@ -373,6 +373,14 @@ impl<S: Store> Bandeja<S> {
     }
 
     /// Starts the enabled workers (and, with a broker transport, its subscriptions).
+    ///
+    /// With a broker transport the subscriptions come first: `start` awaits each
+    /// [`Transport::subscribe`], which returns once what it consumes is declared on the
+    /// broker (RabbitMQ: the queues declared and bound), and only then starts the workers,
+    /// the outbox workers among them. So an event this process publishes to its own subscriptions (one already
+    /// in the outbox at start, too) always finds its queue: RabbitMQ drops an event no
+    /// queue is bound for. A subscription that fails stops the start before anything is
+    /// published.
     pub async fn start(&self) -> Result<Running> {
         // Registered before any worker or receiver runs: from now on every relay and every
         // reception fans out to this process's subscriptions too. A database that does not
@@ -382,6 +390,9 @@ impl<S: Store> Bandeja<S> {
         if let Err(error) = &registered {
             tracing::warn!(%error, process = %self.shared.process, "registering this process's subscriptions failed: the workers and receivers wait, registering again every second until it works");
         }
+        // Before any worker: the dispatcher must not publish before this process's own
+        // queues are bound (see above).
+        let subscriptions = self.subscribe().await?;
         let (stop, stop_rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
         // Every task is tracked, so that `Running::liveness` knows when one ends.
@@ -417,40 +428,60 @@ impl<S: Store> Bandeja<S> {
             stop_rx.clone(),
         );
         tracker.spawn(&mut tasks, "heartbeat", heartbeat);
-        let mut subscriptions = Vec::new();
-        if let (Some(transport), Some(routing)) = (&self.shared.transport, &self.shared.routing) {
-            let sink = Arc::new(Reception {
-                store: self.shared.store.clone(),
-                registered: self.shared.registered.clone(),
-                service: routing.service().to_owned(),
-                command_topic: routing.own_topic().ok().map(str::to_owned),
-            });
-            for kind in [MessageKind::Event, MessageKind::Command] {
-                if !self.worker_enabled(kind.inbox()) || !self.shared.registry.has(kind) {
-                    continue;
-                }
-                let addresses = match kind {
-                    MessageKind::Event => self.shared.registry.types(kind),
-                    MessageKind::Command => vec![routing.own_topic()?.to_owned()],
-                };
-                let request = SubscribeRequest {
-                    kind,
-                    service: routing.service().to_owned(),
-                    addresses,
-                    batch_size: self.shared.config.group(kind.inbox()).batch_size,
-                };
-                match transport.subscribe(request, sink.clone()).await {
-                    Ok(subscription) => subscriptions.push(subscription),
+        Ok(Running::new(stop, tasks, subscriptions, tracker.liveness()))
+    }
+
+    /// With a broker transport, subscribes to what this process consumes (its events, its
+    /// commands): each subscription is set up on the broker when `subscribe` returns. On
+    /// failure the subscriptions made so far are stopped.
+    async fn subscribe(&self) -> Result<Vec<Box<dyn Subscription>>> {
+        let mut subscriptions: Vec<Box<dyn Subscription>> = Vec::new();
+        let (Some(transport), Some(routing)) = (&self.shared.transport, &self.shared.routing)
+        else {
+            return Ok(subscriptions);
+        };
+        let sink = Arc::new(Reception {
+            store: self.shared.store.clone(),
+            registered: self.shared.registered.clone(),
+            service: routing.service().to_owned(),
+            command_topic: routing.own_topic().ok().map(str::to_owned),
+        });
+        for kind in [MessageKind::Event, MessageKind::Command] {
+            if !self.worker_enabled(kind.inbox()) || !self.shared.registry.has(kind) {
+                continue;
+            }
+            let addresses = match kind {
+                MessageKind::Event => self.shared.registry.types(kind),
+                MessageKind::Command => match routing.own_topic() {
+                    Ok(topic) => vec![topic.to_owned()],
                     Err(error) => {
-                        Running::new(stop, tasks, subscriptions, tracker.liveness())
-                            .shutdown()
-                            .await;
-                        tracing::warn!(transport = transport.name(), ?kind, %error, "subscribing failed: not started");
+                        stop_all(subscriptions).await;
                         return Err(error.into());
                     }
+                },
+            };
+            let request = SubscribeRequest {
+                kind,
+                service: routing.service().to_owned(),
+                addresses,
+                batch_size: self.shared.config.group(kind.inbox()).batch_size,
+            };
+            match transport.subscribe(request, sink.clone()).await {
+                Ok(subscription) => subscriptions.push(subscription),
+                Err(error) => {
+                    tracing::warn!(transport = transport.name(), ?kind, %error, "subscribing failed: not started");
+                    stop_all(subscriptions).await;
+                    return Err(error.into());
                 }
             }
         }
-        Ok(Running::new(stop, tasks, subscriptions, tracker.liveness()))
+        Ok(subscriptions)
+    }
+}
+
+/// Stops the subscriptions of a start that failed.
+async fn stop_all(subscriptions: Vec<Box<dyn Subscription>>) {
+    for subscription in subscriptions {
+        subscription.stop().await;
     }
 }

@@ -30,7 +30,9 @@ const FIRST_STORE_RETRY: Duration = Duration::from_millis(100);
 const MAX_STORE_RETRY: Duration = Duration::from_secs(5);
 
 /// Declares the queues and bindings of `request` and starts one consumer task per
-/// partition.
+/// partition. Returns only once every queue is declared and bound: `Bandeja::start` starts
+/// the outbox workers after that, so an event this process publishes to its own
+/// subscriptions is never dropped for want of a bound queue.
 pub(crate) async fn subscribe(
     settings: Arc<Settings>,
     request: SubscribeRequest,
