@@ -100,6 +100,10 @@ pub trait Transport: Send + Sync + 'static {
 
     /// Declares what the subscription needs (durably, idempotently) and starts consuming,
     /// handing bodies to `sink` and acknowledging the broker only when it returned `Ok`.
+    /// Returns only once the subscription is set up on the broker (queues declared and
+    /// bound, consumers created): the runtime starts its workers, the outbox dispatcher
+    /// among them, after every `subscribe` returned, so nothing this process publishes to
+    /// its own subscriptions can be published before they exist.
     async fn subscribe(
         &self,
         request: SubscribeRequest,
