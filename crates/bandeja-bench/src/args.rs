@@ -135,6 +135,10 @@ pub(crate) struct Args {
     /// claims must not slow down with).
     #[arg(long, default_value_t = 0)]
     pub(crate) history: u64,
+    /// Whether the broker prefix was generated for this run (its streams are deleted after
+    /// it).
+    #[arg(skip)]
+    pub(crate) generated_prefix: bool,
     /// Internal: run only the workers until killed (used for `--processes`).
     #[arg(long, hide = true)]
     pub(crate) worker_only: bool,

@@ -22,6 +22,7 @@
 //! Each run prints progress on stderr and one JSON line with the figures on stdout.
 
 mod args;
+mod broker;
 mod db;
 mod handler;
 mod run;
@@ -55,6 +56,7 @@ async fn main() {
         std::process::exit(2);
     }
     if args.broker_prefix.is_none() {
+        args.generated_prefix = !args.worker_only;
         args.broker_prefix = Some(format!("bench{:08x}", rand::random::<u32>()));
     }
     if let Err(error) = run::run(args).await {

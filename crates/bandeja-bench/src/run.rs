@@ -371,6 +371,35 @@ fn ideal_per_s(args: &Args) -> Option<f64> {
     })
 }
 
+const DEFAULT_NATS: &str = "nats://127.0.0.1:4222";
+
+/// Before a NATS run: the JetStream account's state (what the figure depends on).
+async fn broker_before(args: &Args) -> Result<serde_json::Value, BoxError> {
+    if args.transport != TransportKind::Nats {
+        return Ok(serde_json::json!({}));
+    }
+    crate::broker::nats_state(args.broker_url.as_deref().unwrap_or(DEFAULT_NATS)).await
+}
+
+/// After a NATS run with a generated prefix: its streams deleted.
+async fn broker_after(args: &Args) -> Result<(), BoxError> {
+    if args.transport != TransportKind::Nats || !args.generated_prefix {
+        return Ok(());
+    }
+    let prefix = args.broker_prefix.as_deref().unwrap_or_default();
+    crate::broker::nats_delete_streams(args.broker_url.as_deref().unwrap_or(DEFAULT_NATS), prefix)
+        .await?;
+    Ok(())
+}
+
+/// `extra` with the fields of `more` added.
+fn merged(mut extra: serde_json::Value, more: serde_json::Value) -> serde_json::Value {
+    if let (Some(extra), serde_json::Value::Object(more)) = (extra.as_object_mut(), more) {
+        extra.extend(more);
+    }
+    extra
+}
+
 async fn drain<S: BenchDb>(
     store: &S,
     args: &Args,
@@ -397,6 +426,7 @@ async fn drain<S: BenchDb>(
         args.handler_kind().name(),
         args.handler_ms
     );
+    let broker = broker_before(args).await?;
     let started = Instant::now();
     let workers = workers(store, args, url, schema).await?;
     let target = i64::try_from(args.messages)?;
@@ -404,6 +434,7 @@ async fn drain<S: BenchDb>(
     let seconds = started.elapsed().as_secs_f64();
     let rss = workers_rss_mb(&workers);
     stop(workers).await;
+    broker_after(args).await?;
     result?;
     let mut latencies = store.latencies().await?;
     let retries = store.inbox_retries().await?;
@@ -413,6 +444,7 @@ async fn drain<S: BenchDb>(
         "max_retry_count": retries.max_retry_count,
         "failed_rows": retries.failed,
     });
+    extra = merged(extra, broker);
     if let (Some(ideal), Some(extra)) = (ideal_per_s(args), extra.as_object_mut()) {
         extra.insert("ideal_per_s".into(), ideal.into());
         extra.insert(
@@ -438,6 +470,7 @@ async fn live<S: BenchDb>(
     url: &str,
     schema: Option<&str>,
 ) -> Result<(), BoxError> {
+    let broker = broker_before(args).await?;
     let workers = workers(store, args, url, schema).await?;
     let emitters = 4u64;
     let per_emitter = Duration::from_secs_f64(emitters as f64 / args.rate.max(1) as f64);
@@ -474,10 +507,13 @@ async fn live<S: BenchDb>(
     let seconds = started.elapsed().as_secs_f64();
     let rss = workers_rss_mb(&workers);
     stop(workers).await;
+    broker_after(args).await?;
     result?;
     let mut latencies = store.latencies().await?;
-    let extra =
-        serde_json::json!({"rate": args.rate, "achieved_rate": total as f64 / emit_seconds});
+    let extra = merged(
+        serde_json::json!({"rate": args.rate, "achieved_rate": total as f64 / emit_seconds}),
+        broker,
+    );
     report(args, "live", total, seconds, &mut latencies, rss, extra);
     Ok(())
 }
