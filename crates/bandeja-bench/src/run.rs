@@ -434,8 +434,10 @@ async fn drain<S: BenchDb>(
     let seconds = started.elapsed().as_secs_f64();
     let rss = workers_rss_mb(&workers);
     stop(workers).await;
-    broker_after(args).await?;
+    // The streams go even when the run failed; the run's own error comes first.
+    let cleaned = broker_after(args).await;
     result?;
+    cleaned?;
     let mut latencies = store.latencies().await?;
     let retries = store.inbox_retries().await?;
     let mut extra = serde_json::json!({
@@ -507,8 +509,10 @@ async fn live<S: BenchDb>(
     let seconds = started.elapsed().as_secs_f64();
     let rss = workers_rss_mb(&workers);
     stop(workers).await;
-    broker_after(args).await?;
+    // The streams go even when the run failed; the run's own error comes first.
+    let cleaned = broker_after(args).await;
     result?;
+    cleaned?;
     let mut latencies = store.latencies().await?;
     let extra = merged(
         serde_json::json!({"rate": args.rate, "achieved_rate": total as f64 / emit_seconds}),

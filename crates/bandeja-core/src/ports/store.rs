@@ -297,6 +297,15 @@ pub trait Store: Clone + Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Whether a batched transaction asks for its mark after each handler that completed
+    /// (until it gets one) rather than once at its start: a store whose mark is a write
+    /// that would take a lock the handlers should not hold yet (SQLite's one write lock)
+    /// says `true`, and its [`Store::transaction_mark`] answers `None` until the
+    /// transaction has written. Default `false`.
+    fn marks_lazily(&self) -> bool {
+        false
+    }
+
     /// Whether the transaction of `mark` (see [`Store::transaction_mark`]) committed:
     /// `Some(true)` committed, `Some(false)` rolled back, `None` unknown. Default `None`.
     async fn committed(&self, mark: i64) -> Result<Option<bool>, StoreError> {
@@ -306,13 +315,15 @@ pub trait Store: Clone + Send + Sync + 'static {
 
     /// Whether `handler-transaction = "auto"` should run a batch's handlers in one
     /// transaction (with a savepoint each) rather than one transaction per message.
-    /// Default `false`; a store whose commits are expensive and whose writers do not
-    /// exclude each other (PostgreSQL) says `true`.
+    /// Default `false`; a store whose commits are expensive (PostgreSQL) or whose writers
+    /// exclude each other (SQLite: one chunk at a time, instead of a queue of single
+    /// commits) says `true`.
     fn prefers_batched_handlers(&self) -> bool {
         false
     }
 
-    /// Capability: the in-process transport in one statement — claim due outbox rows of
+    /// Capability: the in-process transport in one write (one statement on PostgreSQL, one
+    /// transaction on SQLite) — claim due outbox rows of
     /// `kind` as `request` says, insert one inbox row per subscription registered for the
     /// type in the store (see [`Store::routes`]; dedup by `(id, subscriber)`), and mark the
     /// outbox rows COMPLETED (commands no subscription takes: FAILED, saying so), all in

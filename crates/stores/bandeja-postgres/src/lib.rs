@@ -56,8 +56,7 @@ pub struct PgStoreOptions {
     pub schema: String,
     /// Connections the pool may open. Default 16. Lease renewals use two connections of
     /// their own besides (opened when first needed), so that handlers holding every
-    /// connection of this pool never keep their leases from being renewed, and claims and
-    /// relays up to four (`synchronous_commit = off`, see the store's README).
+    /// connection of this pool never keep their leases from being renewed.
     pub max_connections: u32,
     /// How long an operation waits for a connection before it fails with a transient
     /// [`StoreError`]: while the database is down, the longest an `emit` takes to say so
@@ -108,9 +107,6 @@ impl PgStoreOptions {
 /// Connections of the lease-renewal pool (beside the main pool).
 const LEASE_CONNECTIONS: u32 = 2;
 
-/// Connections of the claim pool (see [`PgStore::claim_pool`]).
-const CLAIM_CONNECTIONS: u32 = 4;
-
 /// Longest identifier PostgreSQL keeps (`NAMEDATALEN - 1`).
 const MAX_IDENTIFIER: usize = 63;
 
@@ -136,9 +132,6 @@ struct Inner {
     /// handlers of a busy process may hold every connection of the main pool for as long
     /// as they run, and a renewal that waits for one of them lets leases run out.
     leases: PgPool,
-    /// Connections with `synchronous_commit = off` for claims and relays, opened when first
-    /// needed (see [`PgStore::claim_pool`]).
-    claims: PgPool,
 }
 
 impl fmt::Debug for PgStore {
@@ -274,15 +267,6 @@ impl PgStore {
             .min_connections(0)
             .acquire_timeout(pool.options().get_acquire_timeout())
             .connect_lazy_with((*pool.connect_options()).clone());
-        let claims = PgPoolOptions::new()
-            .max_connections(CLAIM_CONNECTIONS)
-            .min_connections(0)
-            .acquire_timeout(pool.options().get_acquire_timeout())
-            .connect_lazy_with(
-                (*pool.connect_options())
-                    .clone()
-                    .options([("synchronous_commit", "off")]),
-            );
         Ok(PgStore {
             pool,
             queries: Arc::new(
@@ -295,7 +279,6 @@ impl PgStore {
                 wakers: Wakers::new(),
                 relay: Mutex::new(None),
                 leases,
-                claims,
             }),
         })
     }
@@ -308,20 +291,6 @@ impl PgStore {
     /// The pool lease renewals go through (see [`Store::renew`](bandeja_core::Store::renew)).
     pub(crate) fn lease_pool(&self) -> &PgPool {
         &self.inner.leases
-    }
-
-    /// The pool claims and relays go through: their commits do not wait for the WAL to
-    /// reach the disk (`synchronous_commit = off`), which takes two of the three flushes off
-    /// the way from an emitting commit to its handler. Safe because what they write only
-    /// matters through a later commit that does wait: PostgreSQL flushes the WAL in order,
-    /// so a handler's durable commit (or a broker publish marked afterwards) carries the
-    /// claim or relay before it; a server crash loses at most the latest claims and relays,
-    /// whose rows are then claimed or relayed again, as after any crash (no transaction that
-    /// could still act on them survives a server crash). A claim's lease, its rows and their
-    /// order are unchanged. The handlers' and the application's transactions keep the
-    /// server's setting.
-    pub(crate) fn claim_pool(&self) -> &PgPool {
-        &self.inner.claims
     }
 
     /// The schema holding the four boxes.
@@ -486,25 +455,25 @@ mod tests {
 }
 
 #[cfg(test)]
-mod claim_pool_tests {
-    use sqlx::PgPool;
+mod no_flush_wait_tests {
+    use bandeja_core::BoxKind;
 
-    async fn setting(pool: &PgPool) -> String {
-        sqlx::query_scalar("SHOW synchronous_commit")
-            .fetch_one(pool)
-            .await
-            .expect("read synchronous_commit")
-    }
-
-    /// Claims and relays commit without waiting for the WAL flush; the pool handlers' and
-    /// the application's transactions come from keeps the server's setting.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn only_claims_and_relays_skip_the_wait_for_the_flush() {
-        let Some((store, _guard)) = crate::testing::fresh_store("claim_pool").await else {
-            return;
-        };
-        assert_eq!(setting(store.claim_pool()).await, "off");
-        assert_eq!(setting(store.pool()).await, "on");
-        assert_eq!(setting(store.lease_pool()).await, "on");
+    /// Every claim and relay statement sets `synchronous_commit = off` for itself, and only
+    /// those (the outcome and completion statements, which handlers' work rides on, do not).
+    #[test]
+    fn only_claims_and_relays_skip_the_wait_for_the_flush() {
+        let modes = bandeja_core::config::CompletionModes::default();
+        for box_kind in BoxKind::ALL {
+            let q = crate::queries::BoxQueries::new("s", "c", box_kind, modes);
+            for claim in [&q.claim, &q.claim_tenant] {
+                assert!(claim.contains("set_config('synchronous_commit', 'off', true)"));
+            }
+            assert!(!q.resolve.contains("synchronous_commit"), "{box_kind}");
+            assert!(!q.complete.contains("synchronous_commit"), "{box_kind}");
+        }
+        let q = crate::queries::BoxQueries::new("s", "c", BoxKind::OutboxEvents, modes);
+        assert!(q
+            .relay
+            .contains("set_config('synchronous_commit', 'off', true)"));
     }
 }

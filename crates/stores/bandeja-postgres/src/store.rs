@@ -275,7 +275,7 @@ impl Store for PgStore {
                 }));
         }
         let rows = query
-            .fetch_all(self.claim_pool())
+            .fetch_all(self.pool())
             .await
             .map_err(|e| sqlx_error("claim rows", e))?;
         let mut claimed = Vec::with_capacity(rows.len());
@@ -443,7 +443,7 @@ impl Store for PgStore {
             .bind(seconds(request.lease))
             .bind(request.from_seq)
             .bind(request.tenant.map(|t| t.as_str().to_owned()))
-            .fetch_one(self.claim_pool())
+            .fetch_one(self.pool())
             .await
             .map_err(|e| sqlx_error("relay outbox rows into the inbox", e))?;
         let count = |column: &str| -> Result<u64, StoreError> {

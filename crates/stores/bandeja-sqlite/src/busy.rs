@@ -15,8 +15,11 @@
 //!   it wakes every connection of this process waiting for the lock (and runs the
 //!   auto-checkpoint SQLite's default WAL hook would have run, at the same 1,000 pages);
 //! - a **busy handler** that waits for that wake-up, or [`POLL`] at most (a writer of
-//!   another process, or a rollback, wakes no one), then tries again; it gives up after
+//!   another process, or a rollback, wakes no one; 5 ms once it has tried 50 times), then
+//!   tries again; it gives up after
 //!   [`TIMEOUT`], as the stock one configured with the same timeout would.
+//!
+//! ([`writing`] also reads a connection's transaction state, for the transaction marks.)
 //!
 //! Both run on the connection's own thread (sqlx gives every SQLite connection one), so
 //! the wait blocks that connection only, as SQLite's own sleeps do.
@@ -37,6 +40,13 @@ pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest a waiting connection sleeps between two tries when no commit of this process
 /// woke it (the lock may be held by another process, or released by a rollback).
 pub(crate) const POLL: Duration = Duration::from_millis(1);
+
+/// The same after [`PATIENT_TRIES`] tries: a long wait (another process's long
+/// transaction) then costs a wake-up every 5 ms, not every millisecond.
+const POLL_SLOW: Duration = Duration::from_millis(5);
+
+/// Tries after which a wait polls at [`POLL_SLOW`].
+const PATIENT_TRIES: c_int = 50;
 
 /// The WAL size, in pages, after which a commit checkpoints (SQLite's default).
 const AUTOCHECKPOINT_PAGES: c_int = 1000;
@@ -77,6 +87,12 @@ unsafe extern "C" fn on_commit(
     name: *const c_char,
     pages: c_int,
 ) -> c_int {
+    // The waiters first: the checkpoint below does I/O they need not wait for.
+    let (commits, waiters) = &RELEASES;
+    if let Ok(mut commits) = commits.lock() {
+        *commits = commits.wrapping_add(1);
+    }
+    waiters.notify_all();
     if pages >= AUTOCHECKPOINT_PAGES {
         // SAFETY: SQLite passes the connection and the database name of the commit; a
         // passive checkpoint from the WAL hook is what its default hook does. Its result is
@@ -85,11 +101,6 @@ unsafe extern "C" fn on_commit(
             ffi::sqlite3_wal_checkpoint(db, name);
         }
     }
-    let (commits, waiters) = &RELEASES;
-    if let Ok(mut commits) = commits.lock() {
-        *commits = commits.wrapping_add(1);
-    }
-    waiters.notify_all();
     ffi::SQLITE_OK
 }
 
@@ -108,7 +119,14 @@ unsafe extern "C" fn on_busy(_data: *mut c_void, tries: c_int) -> c_int {
     let now_seen = match commits.lock() {
         // A commit since this connection last tried: the lock may be free, try at once.
         Ok(count) if *count != seen => *count,
-        Ok(count) => match waiters.wait_timeout(count, POLL) {
+        Ok(count) => match waiters.wait_timeout(
+            count,
+            if tries < PATIENT_TRIES {
+                POLL
+            } else {
+                POLL_SLOW
+            },
+        ) {
             Ok((count, _)) => *count,
             Err(_) => seen,
         },
@@ -119,4 +137,14 @@ unsafe extern "C" fn on_busy(_data: *mut c_void, tries: c_int) -> c_int {
     };
     WAITING.with(|w| w.set((now_seen, Some(began))));
     1
+}
+
+/// Whether the transaction open on `conn` has written (holds SQLite's write lock).
+pub(crate) async fn writing(conn: &mut SqliteConnection) -> Result<bool, sqlx::Error> {
+    let mut handle = conn.lock_handle().await?;
+    let db = handle.as_raw_handle().as_ptr();
+    // SAFETY: `db` is the open connection `handle` keeps locked for this call; a null
+    // schema asks for the highest state over all of the connection's schemas.
+    let state = unsafe { ffi::sqlite3_txn_state(db, std::ptr::null()) };
+    Ok(state == ffi::SQLITE_TXN_WRITE)
 }

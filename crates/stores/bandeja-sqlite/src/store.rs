@@ -20,7 +20,7 @@ use sqlx::sqlite::{Sqlite, SqliteConnection};
 use sqlx::Transaction;
 
 use crate::decode::{format_time, row_key, row_view};
-use crate::queries::insert_outbox;
+use crate::queries::{insert_outbox, NOW};
 use crate::{sqlx_error, SqliteStore, MIGRATOR};
 
 fn encode_err(e: serde_json::Error) -> StoreError {
@@ -417,6 +417,51 @@ impl Store for SqliteStore {
         outcomes: &[Outcome],
     ) -> Result<u64, StoreError> {
         resolve_on(self, tx, box_kind, worker_id, outcomes).await
+    }
+
+    /// Once the transaction has written (a mark must not take SQLite's one write lock for
+    /// a chunk whose handlers have not written yet: a slow one would hold every writer
+    /// up), a random mark written into `transaction_marks` (migration 0009): it is there
+    /// for [`committed`](Store::committed) once the transaction committed, gone if it
+    /// rolled back. `None` while nothing was written (nothing to apply twice). One mark in
+    /// 256 also deletes the marks older than an hour.
+    async fn transaction_mark(&self, tx: &mut Self::Tx) -> Result<Option<i64>, StoreError> {
+        let written = crate::busy::writing(tx)
+            .await
+            .map_err(|e| sqlx_error("read the transaction's state", e))?;
+        if !written {
+            return Ok(None);
+        }
+        let mark: i64 = sqlx::query_scalar(&format!(
+            "INSERT INTO transaction_marks (mark, at) VALUES (random(), {NOW}) RETURNING mark"
+        ))
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(|e| sqlx_error("write the transaction mark", e))?;
+        if mark % 256 == 0 {
+            sqlx::query(
+                "DELETE FROM transaction_marks \
+                 WHERE at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 hour')",
+            )
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| sqlx_error("delete old transaction marks", e))?;
+        }
+        Ok(Some(mark))
+    }
+
+    fn marks_lazily(&self) -> bool {
+        true
+    }
+
+    async fn committed(&self, mark: i64) -> Result<Option<bool>, StoreError> {
+        let found: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM transaction_marks WHERE mark = ?1)")
+                .bind(mark)
+                .fetch_one(self.pool())
+                .await
+                .map_err(|e| sqlx_error("read a transaction mark", e))?;
+        Ok(Some(found))
     }
 
     async fn savepoint(&self, tx: &mut Self::Tx, step: SavepointStep) -> Result<(), StoreError> {

@@ -173,15 +173,14 @@ impl<'m, S: Store> Chunk<'m, S> {
                 return (failures, Vec::new(), false);
             }
         };
-        // Whether the transaction committed can be asked later, if a handler ends it.
-        let mark = shared
-            .store
-            .transaction_mark(&mut tx)
-            .await
-            .unwrap_or_else(|error| {
-                tracing::debug!(%error, "no transaction mark");
-                None
-            });
+        // Whether the transaction committed can be asked later, if a handler ends it (a
+        // store that marks lazily: once a handler has written, see `mark_after`).
+        let lazily = shared.store.marks_lazily();
+        let mut mark = if lazily {
+            None
+        } else {
+            mark_of(shared, &mut tx).await
+        };
         let mut done: Vec<&'m StoredMessage> = Vec::new();
         let mut emitted: Vec<MessageRecord> = Vec::new();
         while let Some(unit) = self.take_next() {
@@ -205,6 +204,9 @@ impl<'m, S: Store> Chunk<'m, S> {
                 Step::Done(records) => {
                     done.extend(unit.messages.iter().copied());
                     emitted.extend(records);
+                    if lazily && mark.is_none() {
+                        mark = mark_of(shared, &mut tx).await;
+                    }
                 }
                 // A group failed: find the culprit(s) by trying each message alone.
                 Step::Failed(_) if unit.messages.len() > 1 => {
@@ -216,6 +218,9 @@ impl<'m, S: Store> Chunk<'m, S> {
                             Step::Done(records) => {
                                 done.push(message);
                                 emitted.extend(records);
+                                if lazily && mark.is_none() {
+                                    mark = mark_of(shared, &mut tx).await;
+                                }
                             }
                             Step::Failed(failed) => {
                                 failures.push(failed.outcome(shared, box_kind, message));
@@ -474,6 +479,18 @@ fn ended_by_handler(message: &StoredMessage, committed: Option<bool>, error: &st
 
 fn same_row(outcome: &Outcome, message: &StoredMessage) -> bool {
     outcome.id == message.record.id && outcome.subscriber == message.subscriber
+}
+
+/// The transaction's mark ([`Store::transaction_mark`]), `None` without one.
+async fn mark_of<S: Store>(shared: &Shared<S>, tx: &mut S::Tx) -> Option<i64> {
+    shared
+        .store
+        .transaction_mark(tx)
+        .await
+        .unwrap_or_else(|error| {
+            tracing::debug!(%error, "no transaction mark");
+            None
+        })
 }
 
 /// Runs `messages` of `unit` inside a savepoint.

@@ -138,7 +138,9 @@ impl<S: Store> Lane<'_, S> {
         let mut slowest = Duration::ZERO;
         let (batched, alone): (Vec<&StoredMessage>, Vec<&StoredMessage>) =
             claimed.iter().copied().partition(|m| {
-                if m.retry_count > 0 && !shared.store.single_writer() {
+                // A retried row runs alone on every store: on a single writer, a poison
+                // message that hangs inside a chunk would hold the one write lock.
+                if m.retry_count > 0 {
                     return false;
                 }
                 match shared.pace.batched(self.box_kind, m.subscriber.as_deref()) {

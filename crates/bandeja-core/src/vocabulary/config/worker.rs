@@ -78,8 +78,10 @@ pub(super) fn parse_bool(s: &str) -> Option<bool> {
 /// handler rolls back only its own work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HandlerTransaction {
-    /// The store decides: batches on PostgreSQL (commits are the cost), one per message
-    /// on SQLite (one writer: a slow handler must not hold the write lock for a batch).
+    /// The store decides, per subscriber: the subscribers measured fast (see the engine's
+    /// `pace`) run batched, the others one message per transaction. Both stores batch; on
+    /// SQLite (one writer) a chunk holds at most 20 ms of measured handler time, so the
+    /// write lock it holds is soon free for the application.
     Auto,
     /// One transaction per message.
     Message,
