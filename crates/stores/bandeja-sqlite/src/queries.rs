@@ -147,7 +147,8 @@ const FROM_JSON: &str = "json_extract(value, '$.id'), json_extract(value, '$.ten
      json_extract(value, '$.target_tenant_id'), json_extract(value, '$.target_service'), \
      json_extract(value, '$.occurred_at')";
 
-const MESSAGE_COLUMNS: &str = "id, tenant_id, message_type, schema_version, partition_key, aggregate_type, \
+/// The message columns of every box, in the order the inserts bind them.
+pub(crate) const MESSAGE_COLUMNS: &str = "id, tenant_id, message_type, schema_version, partition_key, aggregate_type, \
      aggregate_id, payload, headers, source_tenant_id, target_tenant_id, target_service, occurred_at";
 
 /// Inserts a JSON array of messages (`?1`) into an outbox, in array order.

@@ -14,7 +14,7 @@ use bandeja_core::config::CompletionMode;
 use bandeja_core::store::{ClaimRequest, Published, RelayReport};
 use bandeja_core::{MessageKind, StoreError};
 
-use crate::queries::NOW;
+use crate::queries::{MESSAGE_COLUMNS, NOW};
 use crate::{sqlx_error, SqliteStore};
 
 /// `?1`: the JSON array of the due rows' `seq`; `?2`: the subscriptions' kind. Returns the
@@ -22,12 +22,11 @@ use crate::{sqlx_error, SqliteStore};
 /// again).
 fn insert_routed(outbox: &str, inbox: &str) -> String {
     format!(
-        "INSERT INTO {inbox} (id, subscriber, tenant_id, message_type, schema_version, partition_key, \
-           aggregate_type, aggregate_id, payload, headers, source_tenant_id, target_tenant_id, \
-           target_service, occurred_at, next_attempt_at, created_at, last_modified_at, received_at) \
-         SELECT m.id, r.subscriber, COALESCE(m.target_tenant_id, m.tenant_id), m.message_type, \
+        "INSERT INTO {inbox} ({MESSAGE_COLUMNS}, subscriber, next_attempt_at, created_at, \
+           last_modified_at, received_at) \
+         SELECT m.id, COALESCE(m.target_tenant_id, m.tenant_id), m.message_type, \
            m.schema_version, m.partition_key, m.aggregate_type, m.aggregate_id, m.payload, m.headers, \
-           m.source_tenant_id, m.target_tenant_id, m.target_service, m.occurred_at, \
+           m.source_tenant_id, m.target_tenant_id, m.target_service, m.occurred_at, r.subscriber, \
            {NOW}, {NOW}, {NOW}, {NOW} \
          FROM {outbox} m JOIN subscriptions r ON r.kind = ?2 AND r.message_type = m.message_type \
            AND (r.tenant_id = '' OR r.tenant_id = COALESCE(m.target_tenant_id, m.tenant_id)) \
