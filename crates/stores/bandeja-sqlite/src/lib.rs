@@ -8,6 +8,7 @@ mod completion;
 mod decode;
 mod queries;
 mod relay;
+mod release;
 mod staleness;
 mod store;
 mod subscriptions;
@@ -114,6 +115,7 @@ impl SqliteStore {
             .min_connections(1)
             .acquire_timeout(Duration::from_secs(60))
             .after_connect(|conn, _| Box::pin(crate::busy::install(conn)))
+            .after_release(|conn, _| Box::pin(crate::release::reusable(conn)))
             .connect_with(options)
             .await
             .map_err(|e| sqlx_error("open the SQLite database", e))?;
@@ -123,6 +125,9 @@ impl SqliteStore {
     /// Wraps an existing pool (configure WAL and a busy timeout on it). Its connections keep
     /// SQLite's own busy handler, which sleeps up to 100 ms between tries for the write
     /// lock: [`SqliteStore::connect`] installs one that is woken by each commit instead.
+    /// It also closes a connection that comes back to the pool still counted inside a
+    /// transaction (a handler ran `COMMIT` itself); a pool of your own should do the same
+    /// in its `after_release` hook, or such a connection's next `BEGIN IMMEDIATE` fails.
     pub fn from_pool(pool: SqlitePool) -> SqliteStore {
         SqliteStore {
             pool,

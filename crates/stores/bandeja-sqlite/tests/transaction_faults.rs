@@ -193,3 +193,27 @@ async fn a_handler_that_commits_the_transaction_itself_is_charged_alone() {
 async fn a_handler_that_rolls_back_the_transaction_itself_is_charged_alone() {
     charged_to_the_guilty_handler_alone(Fault::RollsBackItself).await;
 }
+
+/// After a handler's own `COMMIT`, sqlx's `ROLLBACK` of the dropped transaction fails and
+/// its count of the connection's transactions stays up: reused, that connection would
+/// refuse the store's next `BEGIN IMMEDIATE` (a claim, an outcome write). It is closed
+/// instead, so every later write transaction begins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_whose_transaction_a_handler_committed_is_not_reused() {
+    let (store, _dir) = fresh_store().await;
+    for round in 0..5 {
+        let mut tx = store.begin().await.expect("begin");
+        sqlx::query("COMMIT")
+            .execute(&mut *tx)
+            .await
+            .expect("a handler's own COMMIT");
+        drop(tx);
+        for n in 0..10 {
+            let began = store.pool().begin_with("BEGIN IMMEDIATE").await;
+            let tx = began.unwrap_or_else(|e| {
+                panic!("round {round}, write transaction {n} after the handler's COMMIT: {e}")
+            });
+            tx.commit().await.expect("commit");
+        }
+    }
+}
