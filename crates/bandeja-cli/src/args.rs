@@ -66,6 +66,12 @@ fn cursor(text: &str, direction: Direction) -> Result<Cursor, String> {
 }
 
 /// A message status, in any case (`failed`, `FAILED`).
+/// A saga status, in any case.
+pub(crate) fn saga_status(text: &str) -> Result<bandeja_core::saga::SagaStatus, String> {
+    text.parse()
+        .map_err(|e: bandeja_core::saga::UnknownSagaStatus| e.to_string())
+}
+
 pub(crate) fn status(text: &str) -> Result<MessageStatus, String> {
     text.trim().to_ascii_uppercase().parse().map_err(|_| {
         format!("unknown status `{text}`: use pending, processing, completed or failed")

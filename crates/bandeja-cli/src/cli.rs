@@ -122,6 +122,14 @@ pub(crate) enum Command {
     /// The subscriptions: who subscribes to what, the live processes that run each one,
     /// its pending and FAILED rows; `subscribers retire` ends one.
     Subscribers(SubscribersArgs),
+    /// The payloads' JSON Schemas, as the application exports them: `schema check`
+    /// compares versions and a committed snapshot (no database needed).
+    #[command(subcommand)]
+    Schema(SchemaCommand),
+    /// The orchestrated sagas: where each is (`sagas list`), one with its data and history
+    /// (`sagas show ID`).
+    #[command(subcommand)]
+    Sagas(SagasCommand),
 }
 
 /// `bandeja status`.
@@ -184,6 +192,11 @@ pub(crate) struct Filters {
     /// Only rows created before this instant: RFC 3339, or a duration ago (`2h`, `PT2H`).
     #[arg(long, value_name = "WHEN", value_parser = args::instant)]
     pub(crate) until: Option<DateTime<Utc>>,
+    /// Only the messages of one flow: rows whose correlation id is this one, in every box
+    /// (the first message of a flow gets its own id as correlation id, and every message a
+    /// handler emits carries its cause's).
+    #[arg(long, value_name = "ID")]
+    pub(crate) correlation: Option<String>,
 }
 
 impl Filters {
@@ -202,6 +215,7 @@ impl Filters {
             since: self.since,
             until: self.until,
             id,
+            correlation_id: self.correlation.clone(),
             ..MessageFilter::default()
         }
     }
@@ -361,6 +375,61 @@ pub(crate) struct ServeArgs {
     /// DOWN; 0: any FAILED row does [default: FAILED rows never change readiness].
     #[arg(long, value_name = "N", env = "BANDEJA_FAILED_THRESHOLD")]
     pub(crate) failed_threshold: Option<u64>,
+}
+
+/// `bandeja sagas …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SagasCommand {
+    /// The sagas, newest first: type, status, the step awaited or compensated, attempt,
+    /// why it compensated or failed.
+    List(SagasListArgs),
+    /// One saga: its data, and its history (every command sent, every reply, timeout and
+    /// the end).
+    Show(SagasShowArgs),
+}
+
+/// `bandeja sagas list`.
+#[derive(Debug, Args)]
+pub(crate) struct SagasListArgs {
+    /// Only sagas of this definition (its `Saga::define` name).
+    #[arg(long = "type", value_name = "TYPE")]
+    pub(crate) saga_type: Option<String>,
+    /// Only sagas in this status: running, compensating, completed, compensated, failed.
+    #[arg(long, value_parser = args::saga_status)]
+    pub(crate) status: Option<bandeja_core::saga::SagaStatus>,
+    /// At most this many sagas (newest first), up to 10000.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub(crate) limit: u32,
+}
+
+/// `bandeja sagas show`.
+#[derive(Debug, Args)]
+pub(crate) struct SagasShowArgs {
+    /// The saga's id (a UUID: `sagas list` shows it; it is also the correlation id of its
+    /// messages).
+    pub(crate) id: bandeja_core::saga::SagaId,
+}
+
+/// `bandeja schema …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SchemaCommand {
+    /// Compare the schemas of consecutive versions of each message type, and each version
+    /// with a committed snapshot (--against): exit 7 when a version changed in a breaking
+    /// way without a version bump, or was dropped. Reads files only: no database.
+    Check(SchemaCheckArgs),
+}
+
+/// `bandeja schema check`.
+#[derive(Debug, Args)]
+pub(crate) struct SchemaCheckArgs {
+    /// The schemas the application exports now (a `bandeja.schemas/1` JSON file, e.g.
+    /// from `shop --export-schemas`).
+    #[arg(value_name = "CURRENT")]
+    pub(crate) current: PathBuf,
+    /// The committed snapshot to compare with (same format): a breaking change to a
+    /// version it holds, or a version of it no longer exported, fails the check.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub(crate) against: Option<PathBuf>,
 }
 
 /// The specification's `stuck-threshold` default, until [`Cli::resolve`] sets the one in
@@ -523,6 +592,32 @@ mod tests {
         let error = Cli::try_parse_from(["bandeja", "discard", &id]).expect_err("no reason");
         assert!(error.to_string().contains("--reason"), "{error}");
         assert!(Cli::try_parse_from([&["bandeja", "discard"][..], &reason].concat()).is_err());
+    }
+
+    #[test]
+    fn schema_check_takes_a_file_and_an_optional_snapshot() {
+        let parse = |argv: &[&str]| match Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(Command::Schema(SchemaCommand::Check(args))) => Some(args),
+            _ => None,
+        };
+        let args = parse(&["bandeja", "schema", "check", "now.json"]).expect("parses");
+        assert_eq!(
+            (args.current.to_str(), args.against),
+            (Some("now.json"), None)
+        );
+        let args = parse(&[
+            "bandeja",
+            "schema",
+            "check",
+            "a.json",
+            "--against",
+            "b.json",
+        ]);
+        assert_eq!(
+            args.and_then(|a| a.against).as_deref(),
+            Some(std::path::Path::new("b.json"))
+        );
+        assert!(parse(&["bandeja", "schema", "check"]).is_none());
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub(crate) enum Exit {
     /// `status --check`: PENDING rows are stuck (FAILED rows may be over the threshold
     /// too; the summary line says).
     StuckRows = 6,
+    /// `schema check`: a version changed in a breaking way without a version bump, or a
+    /// version of the snapshot is no longer exported.
+    SchemaBreaking = 7,
 }
 
 impl Exit {
@@ -39,13 +42,16 @@ Exit codes:
   1  runtime or database error (unreachable database, failed statement, migrations missing),
      or refused (subscribers retire while a live process runs the subscriber)
   2  usage error (bad arguments, unknown database URL scheme, invalid schema name,
-     serve off loopback without --token, a bad --config file or BANDEJA_* variable)
+     serve off loopback without --token, a bad --config file or BANDEJA_* variable,
+     a missing or malformed file given to schema check)
   3  not found (no row holds the message id; no subscription has the subscriber)
   4  aborted: a destructive command was not confirmed (answered no, or stdin is not a
      terminal and --yes was not given); nothing changed
   5  status --check: more FAILED rows than --failed-threshold (default 0), none stuck
   6  status --check: stuck rows (PENDING and unchanged for longer than the stuck
-     threshold), with or without FAILED rows";
+     threshold), with or without FAILED rows
+  7  schema check: a breaking change without a version bump, or a version of the
+     snapshot no longer exported (a missing or malformed schema file is 2)";
 
 /// Why a `bandeja` command failed.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +92,21 @@ pub(crate) enum CliError {
         /// What was found, in one line.
         summary: String,
     },
+    /// A file given to `schema check` cannot be read or is not a schema snapshot.
+    #[error("{path}: {reason}")]
+    SchemaFile {
+        /// The file, as given.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `schema check` found a breaking change without a version bump (or a dropped
+    /// version): the report was printed on stdout.
+    #[error("{summary}")]
+    SchemaBreaking {
+        /// The report's summary line.
+        summary: String,
+    },
     /// Writing the output or reading the answer failed.
     #[error("input/output error: {0}")]
     Io(#[from] io::Error),
@@ -104,12 +125,14 @@ impl CliError {
         match self {
             CliError::Usage(_)
             | CliError::Config(_)
+            | CliError::SchemaFile { .. }
             | CliError::Serve(bandeja_http::ServeError::NonLoopbackWithoutToken { .. }) => {
                 Exit::Usage
             }
             CliError::NotFound(_) => Exit::NotFound,
             CliError::Aborted(_) => Exit::Aborted,
             CliError::Unhealthy { exit, .. } => *exit,
+            CliError::SchemaBreaking { .. } => Exit::SchemaBreaking,
             CliError::Connect { .. }
             | CliError::Refused(_)
             | CliError::Store(_)
@@ -186,6 +209,10 @@ mod tests {
         assert_eq!(CliError::Usage("x".into()).exit().code(), 2);
         assert_eq!(CliError::NotFound("x".into()).exit().code(), 3);
         assert_eq!(CliError::Aborted("x".into()).exit().code(), 4);
+        let summary = "schema check: FAILED".to_owned();
+        assert_eq!(CliError::SchemaBreaking { summary }.exit().code(), 7);
+        let (path, reason) = ("now.json".to_owned(), "not JSON".to_owned());
+        assert_eq!(CliError::SchemaFile { path, reason }.exit().code(), 2);
         for (exit, code) in [(Exit::FailedRows, 5), (Exit::StuckRows, 6)] {
             let summary = "x".to_owned();
             assert_eq!(CliError::Unhealthy { exit, summary }.exit().code(), code);

@@ -2,7 +2,8 @@
 //!
 //! Parses the command line (clap), opens the store named by `--database`, runs the
 //! command through the store's [`Admin`](bandeja_core::admin::Admin) capability and ends
-//! with one of the documented exit codes (see [`error::Exit`]).
+//! with one of the documented exit codes (see [`error::Exit`]). `schema check` reads
+//! files and opens no store.
 
 mod args;
 mod audit;
@@ -29,6 +30,13 @@ fn main() -> ExitCode {
     // Usage errors end here with clap's message and exit code 2; --help and --version with 0.
     let cli = cli::Cli::parse();
     init_logging(&cli);
+    // `schema check` reads files: no runtime, no configuration, no database.
+    if let Some(outcome) = run::without_store(&cli) {
+        return match outcome {
+            Ok(()) => ExitCode::from(Exit::Ok.code()),
+            Err(error) => report(&error),
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

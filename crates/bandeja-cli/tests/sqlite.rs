@@ -153,6 +153,21 @@ fn messages_list_filters_by_status_subscriber_box_and_time() {
 }
 
 #[test]
+fn messages_list_by_correlation_shows_one_flow_across_boxes() {
+    let db = Seeded::new();
+    // Emitted without a correlation id, each seeded message starts its own flow, named by
+    // its id: its outbox row and its inbox row per subscriber.
+    let flow = db.ids[0].to_string();
+    let rows = db.list(&["--correlation", &flow]);
+    assert_eq!(rows.len(), 3, "{rows:#?}");
+    assert!(field(&rows, "id").iter().all(|id| *id == flow), "{rows:#?}");
+    let mut boxes = field(&rows, "box");
+    boxes.sort();
+    assert_eq!(boxes, ["inbox_events", "inbox_events", "outbox_events"]);
+    assert!(db.list(&["--correlation", "no-such-flow"]).is_empty());
+}
+
+#[test]
 fn messages_show_prints_every_row_of_the_message() {
     let db = Seeded::new();
     let id = db.ids[1].to_string();

@@ -18,9 +18,12 @@ pub(crate) use engine::{
 };
 pub use engine::{fault, telemetry};
 pub use ports::{admin, handler, store, transport, wake};
-pub(crate) use stages::{dispatch, maintenance};
-pub use stages::{emission, processing, reception};
-pub use vocabulary::{config, envelope, error, names, record, status, subscriptions, tenant};
+pub use sagas::{Saga, SagaStore};
+pub(crate) use stages::{background, dispatch, maintenance};
+pub use stages::{emission, processing, reception, sagas};
+pub use vocabulary::{
+    config, envelope, error, names, record, saga, status, subscriptions, tenant, upcast,
+};
 
 pub use config::{
     CompletionMode, Config, ConfigError, ConfigErrorKind, Enabled, HandlerTransaction, Staleness,
@@ -39,3 +42,6 @@ pub use status::MessageStatus;
 pub use store::Store;
 pub use tenant::TenantId;
 pub use transport::Transport;
+pub use upcast::{UpcastError, Upcaster};
+#[cfg(feature = "schema")]
+pub use vocabulary::schema;

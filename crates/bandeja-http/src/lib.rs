@@ -14,6 +14,7 @@ mod messages;
 pub mod metrics;
 mod options;
 mod router;
+mod sagas;
 pub mod serve;
 mod subscribers;
 mod timeline;

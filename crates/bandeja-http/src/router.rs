@@ -8,7 +8,8 @@ use bandeja_core::admin::Admin;
 
 use crate::options::HttpOptions;
 use crate::{
-    actions, boxes, dashboard, discard, health, messages, metrics, subscribers, timeline, workers,
+    actions, boxes, dashboard, discard, health, messages, metrics, sagas, subscribers, timeline,
+    workers,
 };
 
 /// What every handler shares.
@@ -36,6 +37,7 @@ pub(crate) type Shared<A> = axum::extract::State<Arc<AppState<A>>>;
 /// | `GET /workers` | live processes and the lease holders of PROCESSING rows | when configured |
 /// | `GET /subscribers` | the subscriptions, their live processes, pending and FAILED rows | when configured |
 /// | `POST /subscribers/{name}/retire?settle=discard\|keep[&kind=events\|commands]` | end a subscription | always |
+/// | `GET /sagas?type=&status=&limit=`, `GET /sagas/{id}` | the sagas (newest first, where each is), one saga with its data and history | when configured |
 /// | `GET /`, `GET /dashboard` | the dashboard: counters, health, the message browser (every box and status, the archive, search, paging, a message with its attempts, retry/discard per row or selection), charts of the last hour, live workers, subscriptions, outbox replay | never (its calls use the token) |
 ///
 /// Mount it where you like (`Router::new().nest("/bandeja", bandeja_http::router(..))`),
@@ -66,5 +68,7 @@ pub fn router<A: Admin>(admin: A, options: HttpOptions) -> Router {
         .route("/archive", post(actions::archive::<A>))
         .route("/subscribers", get(subscribers::list::<A>))
         .route("/subscribers/{name}/retire", post(subscribers::retire::<A>))
+        .route("/sagas", get(sagas::list::<A>))
+        .route("/sagas/{id}", get(sagas::show::<A>))
         .with_state(state)
 }

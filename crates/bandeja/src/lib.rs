@@ -66,7 +66,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use bandeja_core::{
-    admin, config, envelope, error, record, status, store, telemetry, tenant, testing, transport,
+    admin, config, envelope, error, record, saga, sagas, status, store, telemetry, tenant, testing,
+    transport, upcast,
 };
 pub use bandeja_core::{
     shutdown_signal, Bandeja, BandejaBuilder, BoxError, BoxKind, BuildError, BuildErrorKind,
@@ -74,7 +75,8 @@ pub use bandeja_core::{
     Enabled, Error, Event, EventBatchHandler, EventHandler, FailureKind, HandlerContext,
     HandlerError, HandlerTransaction, Headers, MessageError, MessageErrorKind, MessageId,
     MessageKind, MessageRecord, MessageStatus, Outbox, Payload, RecordedEvents, Result, Running,
-    Staleness, Store, StoreError, StoreErrorKind, StoredMessage, TenantId, Transport, WorkerConfig,
+    Saga, SagaStore, Staleness, Store, StoreError, StoreErrorKind, StoredMessage, TenantId,
+    Transport, UpcastError, Upcaster, WorkerConfig,
 };
 
 /// Named crash points for crash tests (feature `fault-injection`): never in production
@@ -88,6 +90,20 @@ pub use bandeja_core::fault;
 #[cfg(feature = "logging")]
 #[cfg_attr(docsrs, doc(cfg(feature = "logging")))]
 pub use bandeja_core::logging;
+
+/// The JSON Schemas of payloads and their compatibility check (feature `schema`): a
+/// [`SchemaRegistry`](schema::SchemaRegistry) of the application's payload types, its
+/// exported [`SchemaSnapshot`](schema::SchemaSnapshot), and [`check`](schema::check), what
+/// `bandeja schema check` runs.
+#[cfg(feature = "schema")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
+pub use bandeja_core::schema;
+
+/// schemars (feature `schema`), for `#[derive(bandeja::schemars::JsonSchema)]` on payload
+/// types with `#[schemars(crate = "bandeja::schemars")]`, without a dependency of one's own.
+#[cfg(feature = "schema")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
+pub use bandeja_core::schema::schemars;
 
 /// The SQLite store (feature `sqlite`): [`SqliteStore`](sqlite::SqliteStore), its handler
 /// context [`Context`](sqlite::Context) and its [`sqlx`](sqlite::sqlx).

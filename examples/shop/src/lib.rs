@@ -26,6 +26,7 @@ pub mod messaging;
 pub mod money;
 pub mod notification;
 pub mod order;
+pub mod schemas;
 pub mod server;
 
 pub use db::ShopDb;

@@ -1,6 +1,7 @@
 //! The `shop` binary: reads the arguments, sets up logging, opens the database named by
 //! the URL scheme (SQLite or PostgreSQL) and runs the shop.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -67,6 +68,11 @@ struct Args {
     /// `BANDEJA_LOG` (default `info`).
     #[arg(long, env = "BANDEJA_LOG_FORMAT", value_name = "FORMAT")]
     log_format: Option<LogFormat>,
+
+    /// Print the JSON Schemas of the shop's payloads (the snapshot `bandeja schema check`
+    /// reads) on stdout and exit, without opening a database or serving.
+    #[arg(long)]
+    export_schemas: bool,
 }
 
 /// bandeja's logging set-up: BANDEJA_LOG, else RUST_LOG, else `info`; text or JSON lines
@@ -110,9 +116,31 @@ async fn run(args: Args) -> Result<(), StartError> {
     }
 }
 
+/// `--export-schemas`: the snapshot on stdout.
+fn export_schemas() -> ExitCode {
+    let written = shop::schemas::export()
+        .map_err(|e| e.to_string())
+        .and_then(|snapshot| {
+            let mut out = std::io::stdout().lock();
+            out.write_all(snapshot.to_json().as_bytes())
+                .and_then(|()| out.flush())
+                .map_err(|e| format!("cannot write the schemas: {e}"))
+        });
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("shop: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
+    if args.export_schemas {
+        return export_schemas();
+    }
     if let Err(e) = init_logging(args.log_format) {
         eprintln!("shop: {e}");
         return ExitCode::FAILURE;

@@ -1,9 +1,12 @@
 //! Amounts of money, kept in integer cents so totals never suffer from floating point.
-//! In JSON (API and event payloads) an amount is a decimal string: `"89.90"`.
+//! In JSON (API and event payloads) an amount is a decimal string: `"89.90"`, and its
+//! JSON Schema (for `bandeja schema check`) says so.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
+use bandeja::schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// An amount in euro cents.
@@ -90,6 +93,21 @@ impl<'de> Deserialize<'de> for Money {
     }
 }
 
+/// A decimal string with at most two decimals, as [`Money`]'s serde writes it.
+impl JsonSchema for Money {
+    fn schema_name() -> Cow<'static, str> {
+        "Money".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "An amount in euros, as a decimal string with at most two decimals.",
+            "type": "string",
+            "pattern": "^-?[0-9]+(\\.[0-9]{1,2})?$",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +132,14 @@ mod tests {
         ] {
             assert!(bad.parse::<Money>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn its_schema_is_a_decimal_string() {
+        let schema = bandeja::schemars::schema_for!(Money);
+        assert_eq!(schema.get("type"), Some(&serde_json::json!("string")));
+        let pattern = schema.get("pattern").and_then(|p| p.as_str()).unwrap();
+        assert_eq!(pattern, r"^-?[0-9]+(\.[0-9]{1,2})?$");
     }
 
     #[test]

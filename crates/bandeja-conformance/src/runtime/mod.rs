@@ -16,6 +16,7 @@ use crate::fixtures::outbox_of;
 use crate::fixtures::Ping;
 
 pub mod batches;
+pub mod correlation;
 pub mod delivery;
 pub mod emission;
 pub mod failures;
@@ -23,10 +24,12 @@ pub mod fleet;
 pub mod lifecycle;
 pub mod ordering;
 mod recorder;
+pub mod sagas;
 pub mod slow_handlers;
 pub mod stragglers;
 pub mod tenants;
 pub mod timeouts;
+pub mod versions;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
 

@@ -11,8 +11,8 @@ use bandeja_core::transport::{wire, Instant, Outgoing};
 use super::{stop, wait_rows, Harness, Seen, WAIT};
 use crate::fixtures::Ping;
 
-/// Bodies that are not JSON, lack an id, name a type nobody here handles or a schema
-/// version the handler does not read are stored as FAILED inbox rows with the reason, and
+/// Bodies that are not JSON, lack an id, name a type nobody here handles or carry a newer
+/// schema version the handler cannot read are stored as FAILED inbox rows with the reason, and
 /// the message published after them is handled: nothing is lost, nothing blocks.
 pub async fn bad_bodies_are_stored_failed_and_do_not_block<S: Inspect>(h: Harness<S>) {
     let inventory = h.store().await;
@@ -33,6 +33,9 @@ pub async fn bad_bodies_are_stored_failed_and_do_not_block<S: Inspect>(h: Harnes
     let mut newer =
         MessageRecord::from_event(&Event::new("Ping", "k", Ping { n: 3 })).expect("record");
     newer.schema_version = 9;
+    // A newer version that changed a field's type: not readable as version 1 (one that
+    // only added fields would be read tolerantly).
+    newer.payload = r#"{"n":"three"}"#.into();
     let bodies: Vec<Vec<u8>> = vec![
         b"this is not json".to_vec(),
         br#"{"bandeja":1,"kind":"event","type":"conformance.Ping"}"#.to_vec(),

@@ -3,4 +3,5 @@
 
 mod running;
 pub mod runtime;
+mod sagas;
 pub mod testing;

@@ -36,16 +36,20 @@ pub use super::running::{shutdown_signal, Liveness, Running, StoppedTask, TaskEn
 /// # Ok(()) }
 /// ```
 pub struct BandejaBuilder<S: Store> {
-    store: S,
+    pub(super) store: S,
     config: Config,
-    registry: Registry<S>,
-    errors: Vec<Error>,
+    pub(super) registry: Registry<S>,
+    pub(super) errors: Vec<Error>,
     worker_id: Option<String>,
     transport: Option<Arc<dyn Transport>>,
     service: Option<String>,
     handler_concurrency: usize,
     handler_timeouts: std::collections::BTreeMap<String, Duration>,
     max_payload_bytes: usize,
+    /// The sagas this runtime orchestrates (`BandejaBuilder::saga`), if any.
+    pub(super) sagas: Option<Arc<crate::sagas::orchestrator::SagaBook>>,
+    /// Tasks that run beside the workers (the sagas' sweeper of late replies).
+    pub(super) background: Vec<Arc<dyn crate::background::Background<S>>>,
 }
 
 impl<S: Store> BandejaBuilder<S> {
@@ -228,6 +232,8 @@ impl<S: Store> BandejaBuilder<S> {
             }
         };
         Ok(Bandeja {
+            sagas: self.sagas,
+            background: self.background,
             shared: Arc::new(Shared {
                 store,
                 config: self.config,
@@ -270,13 +276,19 @@ fn default_worker_id() -> String {
 
 /// The messaging runtime of one process.
 pub struct Bandeja<S: Store> {
-    shared: Arc<Shared<S>>,
+    pub(super) shared: Arc<Shared<S>>,
+    /// The sagas it orchestrates (`BandejaBuilder::saga`), if any.
+    pub(super) sagas: Option<Arc<crate::sagas::orchestrator::SagaBook>>,
+    /// Tasks that run beside the workers, started with them.
+    background: Vec<Arc<dyn crate::background::Background<S>>>,
 }
 
 impl<S: Store> Clone for Bandeja<S> {
     fn clone(&self) -> Self {
         Bandeja {
             shared: self.shared.clone(),
+            sagas: self.sagas.clone(),
+            background: self.background.clone(),
         }
     }
 }
@@ -295,6 +307,8 @@ impl<S: Store> Bandeja<S> {
             handler_concurrency: 16,
             handler_timeouts: std::collections::BTreeMap::new(),
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            sagas: None,
+            background: Vec::new(),
         }
     }
 
@@ -428,6 +442,10 @@ impl<S: Store> Bandeja<S> {
             stop_rx.clone(),
         );
         tracker.spawn(&mut tasks, "heartbeat", heartbeat);
+        for task in &self.background {
+            let run = task.clone().run(self.outbox(), stop_rx.clone());
+            tracker.spawn(&mut tasks, task.name(), run);
+        }
         Ok(Running::new(stop, tasks, subscriptions, tracker.liveness()))
     }
 

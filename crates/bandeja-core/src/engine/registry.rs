@@ -91,6 +91,8 @@ impl<S: Store> Registry<S> {
         tenant: Option<TenantId>,
         handler: H,
     ) -> Result<()> {
+        crate::upcast::check::<T>()?;
+        crate::upcast::warn_if_strict::<T>(name);
         let handler = Arc::new(EventAdapter(handler, PhantomData::<fn() -> T>));
         self.add_erased(MessageKind::Event, T::TYPE, name, tenant, handler)
     }
@@ -101,6 +103,8 @@ impl<S: Store> Registry<S> {
         tenant: Option<TenantId>,
         handler: H,
     ) -> Result<()> {
+        crate::upcast::check::<T>()?;
+        crate::upcast::warn_if_strict::<T>(name);
         let handler = Arc::new(EventBatchAdapter(handler, PhantomData::<fn() -> T>));
         self.add_erased(MessageKind::Event, T::TYPE, name, tenant, handler)
     }
@@ -111,6 +115,8 @@ impl<S: Store> Registry<S> {
         tenant: Option<TenantId>,
         handler: H,
     ) -> Result<()> {
+        crate::upcast::check::<T>()?;
+        crate::upcast::warn_if_strict::<T>(name);
         let handler = Arc::new(CommandAdapter(handler, PhantomData::<fn() -> T>));
         self.add_erased(MessageKind::Command, T::TYPE, name, tenant, handler)
     }

@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 
 use crate::envelope::MessageId;
 use crate::error::{StoreError, StoreErrorKind};
+use crate::ports::sagas::SagaStore;
 use crate::record::BoxKind;
 use crate::status::MessageStatus;
 use crate::store::{Inspect, RowView};
@@ -369,9 +370,10 @@ pub const fn archive_table(box_kind: BoxKind) -> &'static str {
     }
 }
 
-/// Capability: operate the boxes. Implemented by every store.
+/// Capability: operate the boxes (and see the sagas: [`SagaStore::list_sagas`],
+/// [`SagaStore::saga`]). Implemented by every store.
 #[async_trait]
-pub trait Admin: Inspect {
+pub trait Admin: Inspect + SagaStore {
     /// Succeeds when the database answers a trivial query (health checks).
     async fn ping(&self) -> Result<(), StoreError>;
 

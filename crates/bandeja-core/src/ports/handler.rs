@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use crate::envelope::{Command, Event, MessageId, Payload};
 use crate::error::{HandlerError, Result};
 use crate::record::{MessageRecord, StoredMessage};
+use crate::saga::{self, SagaError, SagaId, SagaReply, StepOutcome};
 use crate::store::Store;
 use crate::tenant::TenantId;
 use crate::transport::routing::{check_outgoing, Routing};
@@ -146,9 +147,18 @@ impl<'t, S: Store> HandlerContext<'t, S> {
         self.message.delivery_count
     }
 
+    /// The handled message's correlation id, else (a row written before every message got
+    /// one) its id: the flow it starts.
     fn inherit(&self, correlation: &mut Option<String>, causation: &mut Option<MessageId>) {
         if correlation.is_none() {
-            correlation.clone_from(&self.message.record.headers.correlation_id);
+            let record = &self.message.record;
+            *correlation = Some(
+                record
+                    .headers
+                    .correlation_id
+                    .clone()
+                    .unwrap_or_else(|| record.id.to_string()),
+            );
         }
         if causation.is_none() {
             *causation = Some(self.message.record.id);
@@ -175,7 +185,12 @@ impl<'t, S: Store> HandlerContext<'t, S> {
         mut event: Event<T>,
     ) -> Result<()> {
         if event.correlation_id.is_none() {
-            event.correlation_id.clone_from(&cause.correlation_id);
+            event.correlation_id = Some(
+                cause
+                    .correlation_id
+                    .clone()
+                    .unwrap_or_else(|| cause.id.to_string()),
+            );
         }
         event.causation_id.get_or_insert(cause.id);
         self.emit(event)
@@ -187,6 +202,49 @@ impl<'t, S: Store> HandlerContext<'t, S> {
     pub fn send<T: Payload>(&mut self, mut command: Command<T>) -> Result<()> {
         self.inherit(&mut command.correlation_id, &mut command.causation_id);
         let record = MessageRecord::from_command(&command)?;
+        self.push(record)
+    }
+
+    /// Answers the saga whose step's command is being handled: the step was done (with
+    /// data for the saga, e.g. a charge id) or refused (a business "no": out of stock).
+    /// The reply commits with this handling, so the saga moves exactly once. A handler
+    /// that cannot do the step right now should return an error instead (retried as
+    /// usual); a step that never replies times out. An error, and nothing sent, if the
+    /// message is not a saga's step.
+    pub fn reply_to_saga(&mut self, outcome: StepOutcome) -> Result<()> {
+        let record = &self.message.record;
+        let extra = &record.headers.extra;
+        let saga_id = extra
+            .get(saga::headers::SAGA_ID)
+            .and_then(|id| id.parse::<SagaId>().ok())
+            .ok_or(SagaError::NotAStep)?;
+        let reply_to = extra
+            .get(saga::headers::REPLY_TO)
+            .cloned()
+            .ok_or(SagaError::NotAStep)?;
+        let origin = record
+            .source_tenant_id
+            .clone()
+            .unwrap_or_else(|| record.tenant_id.clone());
+        let (ok, reason, data) = match outcome {
+            StepOutcome::Done(data) => (true, None, data),
+            StepOutcome::Refused(reason) => (false, Some(reason), serde_json::Value::Null),
+        };
+        let reply = SagaReply {
+            saga_id,
+            in_reply_to: record.id,
+            ok,
+            reason,
+            data,
+        };
+        let command = crate::tenant::sync_scope(self.tenant().clone(), || {
+            Command::to(origin, reply_to, reply)
+        })?;
+        self.send(command)
+    }
+
+    /// Keeps a built command (a saga's next step) for the outbox insert after the handler.
+    pub(crate) fn send_record(&mut self, record: MessageRecord) -> Result<()> {
         self.push(record)
     }
 

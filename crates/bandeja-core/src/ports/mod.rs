@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod handler;
+pub(crate) mod sagas;
 pub mod store;
 pub mod transport;
 pub mod wake;

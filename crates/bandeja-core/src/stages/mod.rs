@@ -3,8 +3,10 @@
 //! maintenance (retention, staleness, heartbeats). A stage runs on the engine and speaks
 //! through the ports.
 
+pub(crate) mod background;
 pub(crate) mod dispatch;
 pub mod emission;
 pub(crate) mod maintenance;
 pub mod processing;
 pub mod reception;
+pub mod sagas;

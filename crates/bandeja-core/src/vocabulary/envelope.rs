@@ -29,8 +29,14 @@ pub trait Payload: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// The stable message type name (what handlers subscribe to and what the `message_type`
     /// column holds). Renaming the Rust type must not change it.
     const TYPE: &'static str;
-    /// The schema version of this payload shape.
+    /// The schema version of this payload shape. Stored messages keep the version they
+    /// were written with; a handler reads other versions through [`Self::UPCASTERS`] (older
+    /// ones) or tolerantly (newer ones): see [`upcast`](crate::upcast).
     const VERSION: u32 = 1;
+    /// The steps that turn the stored JSON of an older version into this one, each from
+    /// `N` to `N+1` ([`Upcaster`](crate::upcast::Upcaster)). None by default: a version
+    /// that only added optional fields needs no step.
+    const UPCASTERS: &'static [crate::upcast::Upcaster] = &[];
 }
 
 /// A message id: a UUID v7, so ids sort by creation time.
@@ -126,7 +132,10 @@ pub struct Event<T> {
     pub status: MessageStatus,
     /// When the fact happened.
     pub occurred_at: DateTime<Utc>,
-    /// Correlation id (also in the `headers` column).
+    /// Correlation id (also in the `headers` column): the flow this message belongs to.
+    /// Left `None`, the stored message gets one — its cause's when a handler emits it, else
+    /// its own id (it starts a flow) — so every message of a flow can be listed together
+    /// (`bandeja messages list --correlation ID`).
     pub correlation_id: Option<String>,
     /// Id of the message that caused this one.
     pub causation_id: Option<MessageId>,
@@ -237,7 +246,8 @@ pub struct Command<T> {
     pub target_service: String,
     /// Attempts that failed so far.
     pub retry_count: u32,
-    /// Correlation id.
+    /// Correlation id: the flow this command belongs to (`None`: its cause's when a
+    /// handler sends it, else its own id, as for [`Event::correlation_id`]).
     pub correlation_id: Option<String>,
     /// Id of the message that caused this one.
     pub causation_id: Option<MessageId>,

@@ -66,6 +66,9 @@ pub enum Error {
     /// database: nothing was stored, the transport keeps them and delivers them again.
     #[error("this process's subscriptions are not registered yet")]
     NotRegistered,
+    /// A saga used the wrong way (a reply outside a saga step, data that does not fit).
+    #[error(transparent)]
+    Saga(#[from] crate::saga::SagaError),
 }
 
 impl Error {
@@ -96,7 +99,7 @@ impl Error {
                     .to_owned(),
             ),
             Error::Config(e) => e.hint().map(str::to_owned),
-            Error::Transition(_) => None,
+            Error::Transition(_) | Error::Saga(_) => None,
         }
     }
 }

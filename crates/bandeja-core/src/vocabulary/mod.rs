@@ -8,6 +8,12 @@ pub mod envelope;
 pub mod error;
 pub mod names;
 pub mod record;
+pub mod saga;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod status;
 pub mod subscriptions;
 pub mod tenant;
+#[cfg(test)]
+pub(crate) mod test_log;
+pub mod upcast;

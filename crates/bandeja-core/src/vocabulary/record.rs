@@ -222,7 +222,7 @@ impl MessageRecord {
         }
         let payload = serialize(&event.event_type, &event.payload)?;
         let mut headers = event.headers.clone();
-        headers.correlation_id = event.correlation_id.clone();
+        headers.correlation_id = correlation_of(event.correlation_id.as_deref(), event.id);
         headers.causation_id = event.causation_id;
         let record = MessageRecord {
             id: event.id,
@@ -285,7 +285,7 @@ impl MessageRecord {
         }
         let payload = serialize(&command.command_type, &command.payload)?;
         let mut headers = command.headers.clone();
-        headers.correlation_id = command.correlation_id.clone();
+        headers.correlation_id = correlation_of(command.correlation_id.as_deref(), command.id);
         headers.causation_id = command.causation_id;
         let record = MessageRecord {
             id: command.id,
@@ -386,6 +386,13 @@ pub(crate) fn json_has_nul(json: &str) -> bool {
     false
 }
 
+/// A message's correlation id: the one it was given, else its own id (it is the first
+/// message of a flow: what it causes inherits this one, see
+/// [`HandlerContext::emit`](crate::HandlerContext::emit)).
+fn correlation_of(given: Option<&str>, id: MessageId) -> Option<String> {
+    Some(given.map_or_else(|| id.to_string(), str::to_owned))
+}
+
 fn serialize<T: Payload>(message_type: &str, payload: &T) -> Result<String> {
     serde_json::to_string(payload)
         .map_err(|source| Error::Serialize(SerializeError::new(message_type, source)))
@@ -424,7 +431,7 @@ pub struct StoredMessage {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
-    /// The payload JSON does not match the type.
+    /// The payload JSON does not match the type (at the handler's own version).
     #[error("payload of `{message_type}` does not match the type: {source}")]
     Payload {
         /// The message type.
@@ -433,15 +440,46 @@ pub enum DecodeError {
         #[source]
         source: serde_json::Error,
     },
-    /// The schema version is not the one the handler's type declares.
-    #[error("`{message_type}` has schema version {found}, the handler expects {expected}: deploy a handler for that version or upcast the payload")]
-    SchemaVersion {
+    /// A payload stored at an older version does not decode, once upcast, as the
+    /// handler's version.
+    #[error("`{message_type}` stored at schema version {found} does not decode as version {expected} after its upcasters: {source}; register an upcaster (Payload::UPCASTERS) for the step that changed the shape, then retry the message (`bandeja retry`)")]
+    Older {
         /// The message type.
         message_type: String,
         /// Version in the message.
         found: u32,
         /// Version of the handler's type.
         expected: u32,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A payload of a newer version than the handler knows, which does not decode as the
+    /// handler's version (it changed more than adding fields).
+    #[error("`{message_type}` is at schema version {found}, newer than version {expected} that this handler knows, and does not decode as version {expected}: {source}; deploy a handler that knows version {found}, then retry the message (`bandeja retry`)")]
+    Newer {
+        /// The message type.
+        message_type: String,
+        /// Version in the message.
+        found: u32,
+        /// Version of the handler's type.
+        expected: u32,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An upcaster refused the stored payload.
+    #[error("the upcaster of `{message_type}` from version {from} to {to} failed: {source}")]
+    Upcast {
+        /// The message type.
+        message_type: String,
+        /// The version the step reads.
+        from: u32,
+        /// The version the step writes.
+        to: u32,
+        /// What the upcaster said.
+        #[source]
+        source: crate::upcast::UpcastError,
     },
 }
 
@@ -453,17 +491,11 @@ impl StoredMessage {
     }
 
     fn payload<T: Payload>(&self) -> Result<T, DecodeError> {
-        if self.record.schema_version != T::VERSION {
-            return Err(DecodeError::SchemaVersion {
-                message_type: self.record.message_type.clone(),
-                found: self.record.schema_version,
-                expected: T::VERSION,
-            });
-        }
-        serde_json::from_str(&self.record.payload).map_err(|source| DecodeError::Payload {
-            message_type: self.record.message_type.clone(),
-            source,
-        })
+        crate::upcast::decode(
+            &self.record.message_type,
+            self.record.schema_version,
+            &self.record.payload,
+        )
     }
 
     fn direction(&self) -> Direction {
@@ -649,7 +681,7 @@ mod tests {
     }
 
     #[test]
-    fn stored_message_round_trips_to_the_typed_event_and_checks_the_version() {
+    fn stored_message_round_trips_to_the_typed_event_and_reads_a_newer_version_tolerantly() {
         let event = Event::new("Order", "42", Shipped { order: 42 });
         let record = MessageRecord::from_event(&event).unwrap();
         let mut stored = StoredMessage {
@@ -668,10 +700,21 @@ mod tests {
         assert_eq!(back.payload, Shipped { order: 42 });
         assert_eq!(back.direction, Direction::Inbound);
         assert_eq!(back.id, event.id);
+        // A newer version that still decodes is read (tolerant reader); one that does
+        // not names both versions.
         stored.record.schema_version = 9;
+        assert_eq!(
+            stored.to_event::<Shipped>().map(|e| e.payload).ok(),
+            Some(Shipped { order: 42 })
+        );
+        stored.record.payload = r#"{"order":"forty-two"}"#.into();
         assert!(matches!(
             stored.to_event::<Shipped>(),
-            Err(DecodeError::SchemaVersion { found: 9, .. })
+            Err(DecodeError::Newer {
+                found: 9,
+                expected: 1,
+                ..
+            })
         ));
     }
 }

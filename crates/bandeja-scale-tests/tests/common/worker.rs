@@ -42,11 +42,22 @@ impl Worker {
     /// Starts `scale-worker` on `schema` with these further flags and waits until it
     /// prints `ready`.
     pub(crate) async fn start_with(schema: &str, id: &str, flags: &[&str]) -> Worker {
+        Worker::start_binary(&worker_binary(), schema, id, flags).await
+    }
+
+    /// Starts `binary` (a `scale-worker`-like executable: `--database-url`, `--schema`,
+    /// `--worker-id`, then `flags`; prints `ready`) and waits until it is ready.
+    pub(crate) async fn start_binary(
+        binary: &str,
+        schema: &str,
+        id: &str,
+        flags: &[&str],
+    ) -> Worker {
         let application_name = format!("{id}.{schema}");
         let url = database_url();
         let separator = if url.contains('?') { '&' } else { '?' };
         let url = format!("{url}{separator}application_name={application_name}");
-        let mut child = Command::new(worker_binary())
+        let mut child = Command::new(binary)
             .args(["--database-url", &url, "--schema", schema])
             .args(["--worker-id", id])
             .args(flags)
@@ -54,7 +65,7 @@ impl Worker {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("spawn scale-worker");
+            .unwrap_or_else(|e| panic!("spawn {binary}: {e}"));
         let stdout = child.stdout.take().expect("piped stdout");
         let worker = Worker {
             child,
@@ -67,7 +78,7 @@ impl Worker {
         });
         match tokio::time::timeout(Duration::from_secs(30), first_line).await {
             Ok(Ok(Ok(line))) if line.trim() == "ready" => worker,
-            other => panic!("scale-worker {id} did not become ready: {other:?}"),
+            other => panic!("{binary} {id} did not become ready: {other:?}"),
         }
     }
 

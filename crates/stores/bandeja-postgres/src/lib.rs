@@ -8,6 +8,7 @@ mod decode;
 mod maintenance;
 mod queries;
 mod relay;
+mod sagas;
 mod staleness;
 mod store;
 mod subscriptions;

@@ -69,6 +69,7 @@ async fn migrations_create_the_boxes_in_the_schema_and_are_idempotent() {
             "outbox_commands_archive",
             "outbox_events",
             "outbox_events_archive",
+            "sagas",
             "subscription_processes",
             "subscriptions"
         ]

@@ -9,6 +9,7 @@ mod decode;
 mod queries;
 mod relay;
 mod release;
+mod sagas;
 mod staleness;
 mod store;
 mod subscriptions;

@@ -69,6 +69,8 @@ async fn bad_bodies_from_another_client_are_stored_failed_and_the_next_is_handle
     unknown.message_type = "conformance.Unknown".into();
     let mut newer = ping(3);
     newer.schema_version = 9;
+    // A newer version that changed a field's type (one that only added fields is read).
+    newer.payload = r#"{"n":"three"}"#.into();
     let bodies = vec![
         b"this is not json".to_vec(),
         br#"{"bandeja":1,"kind":"event","type":"conformance.Ping"}"#.to_vec(),

@@ -1,6 +1,10 @@
 //! [`OrderConfirmed`]: the event other modules react to. Part of the order module's public
-//! API, with a stable type name and version (a contract, not a Rust path).
+//! API, with a stable type name and version (a contract, not a Rust path). Its JSON Schema
+//! is exported (`shop --export-schemas`) and checked against the committed
+//! `examples/shop/schemas.json` (`tests/schemas.rs`): a breaking change needs a new
+//! VERSION.
 
+use bandeja::schemars::JsonSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +15,8 @@ use crate::money::Money;
 /// It carries what listeners need (lines, customer, total), not just the id: inventory
 /// would otherwise have to call back into the order module, coupling the modules the
 /// other way round.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "bandeja::schemars")]
 pub struct OrderConfirmed {
     /// The order's id.
     pub order_id: i64,
@@ -26,7 +31,8 @@ pub struct OrderConfirmed {
 }
 
 /// One line of a confirmed order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "bandeja::schemars")]
 pub struct ConfirmedLine {
     /// The product.
     pub sku: String,

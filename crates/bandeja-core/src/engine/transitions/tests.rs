@@ -1,6 +1,5 @@
 //! What the transitions log (captured by a test subscriber) and count (a test recorder).
 
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use metrics::{Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, SharedString, Unit};
@@ -8,35 +7,7 @@ use metrics::{Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Shar
 use super::*;
 use crate::config::WorkerConfig;
 use crate::error::FailureKind;
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut out) = self.0.lock() {
-            out.extend_from_slice(bytes);
-        }
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// What `work` logs at INFO and above, as text lines.
-fn logged(work: impl FnOnce()) -> String {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    tracing::subscriber::with_default(subscriber, work);
-    let bytes = captured.0.lock().map(|b| b.clone()).unwrap_or_default();
-    String::from_utf8(bytes).unwrap_or_default()
-}
+use crate::vocabulary::test_log::logged;
 
 /// Counter increments by name and labels.
 #[derive(Clone, Default)]

@@ -81,6 +81,15 @@ impl<S: Store> Outbox<S> {
         .await
     }
 
+    /// Writes commands (built records: a saga's next step) into `outbox_commands`.
+    pub(crate) async fn send_records(
+        &self,
+        conn: &mut S::Conn,
+        records: Vec<MessageRecord>,
+    ) -> Result<()> {
+        self.write(conn, MessageKind::Command, records).await
+    }
+
     /// Writes one message in a transaction of its own, then wakes the dispatcher
     /// ([`Bandeja::emit`](crate::Bandeja::emit), [`Bandeja::send`](crate::Bandeja::send)).
     pub(crate) async fn write_alone(&self, kind: MessageKind, record: MessageRecord) -> Result<()> {

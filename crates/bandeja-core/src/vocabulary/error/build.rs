@@ -33,6 +33,12 @@ pub enum BuildErrorKind {
     /// A time limit set with `BandejaBuilder::handler_timeout` for a subscriber name no
     /// handler is registered under.
     UnknownSubscriber,
+    /// A payload type's upcasters ([`Payload::UPCASTERS`](crate::Payload::UPCASTERS)) read
+    /// a version outside 1 to `VERSION - 1`, or two of them read the same version.
+    Upcaster,
+    /// A saga definition that cannot run (no step, two steps of one name, a compensation
+    /// on or after the pivot, …), or two sagas of one name on one runtime.
+    Saga,
 }
 
 impl BuildErrorKind {
@@ -60,6 +66,13 @@ impl BuildErrorKind {
             BuildErrorKind::UnknownSubscriber => {
                 "fix the name passed to `handler_timeout` or register the handler"
             }
+            BuildErrorKind::Saga => {
+                "fix the saga's definition as the message says (`Saga::define(..).step(..)`)"
+            }
+            BuildErrorKind::Upcaster => {
+                "give each upcaster the version it reads (`Upcaster::new(N, …)` turns N into \
+                 N+1), one per version, below the type's VERSION"
+            }
         }
     }
 }
@@ -76,6 +89,8 @@ impl fmt::Display for BuildErrorKind {
             BuildErrorKind::MissingRoute => "missing command topic",
             BuildErrorKind::HandlerTimeout => "invalid handler timeout",
             BuildErrorKind::UnknownSubscriber => "unknown subscriber",
+            BuildErrorKind::Upcaster => "invalid upcasters",
+            BuildErrorKind::Saga => "invalid saga",
         })
     }
 }
@@ -244,6 +259,20 @@ impl BuildError {
         BuildError(Box::new(Details {
             subscriber: Some(subscriber.to_owned()),
             ..Self::details(BuildErrorKind::UnknownSubscriber, text)
+        }))
+    }
+
+    /// Saga `saga` cannot run (`why` says why).
+    pub(crate) fn saga(saga: &str, why: String) -> Self {
+        let text = format!("saga `{}`: {why}", shown(saga));
+        BuildError(Box::new(Self::details(BuildErrorKind::Saga, text)))
+    }
+
+    /// Upcasters of `message_type` that cannot all run (`text` says which).
+    pub(crate) fn upcaster(message_type: &str, text: String) -> Self {
+        BuildError(Box::new(Details {
+            message_type: Some(message_type.to_owned()),
+            ..Self::details(BuildErrorKind::Upcaster, text)
         }))
     }
 

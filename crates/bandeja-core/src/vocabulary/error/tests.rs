@@ -33,10 +33,17 @@ fn build_error(kind: BuildErrorKind) -> BuildError {
         BuildErrorKind::UnknownSubscriber => {
             BuildError::unknown_subscriber("ghost", &["billing", "audit"])
         }
+        BuildErrorKind::Saga => {
+            BuildError::saga("order", "two steps are named `charge`".to_owned())
+        }
+        BuildErrorKind::Upcaster => BuildError::upcaster(
+            "shop.Paid",
+            "`shop.Paid` has two upcasters from version 1".to_owned(),
+        ),
     }
 }
 
-const BUILD_KINDS: [BuildErrorKind; 9] = [
+const BUILD_KINDS: [BuildErrorKind; 11] = [
     BuildErrorKind::SubscriberName,
     BuildErrorKind::ServiceName,
     BuildErrorKind::MessageType,
@@ -46,6 +53,8 @@ const BUILD_KINDS: [BuildErrorKind; 9] = [
     BuildErrorKind::MissingRoute,
     BuildErrorKind::HandlerTimeout,
     BuildErrorKind::UnknownSubscriber,
+    BuildErrorKind::Upcaster,
+    BuildErrorKind::Saga,
 ];
 
 fn message_error(kind: MessageErrorKind, id: MessageId) -> MessageError {
