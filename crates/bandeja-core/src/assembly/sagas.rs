@@ -104,6 +104,7 @@ impl<S: SagaStore> Bandeja<S> {
             tenant_id: tenant::current().unwrap_or_else(TenantId::default_tenant),
             reply_to,
             awaiting: None,
+            sent_attempts: Vec::new(),
             deadline: None,
             history: Vec::new(),
             created_at: now,

@@ -19,8 +19,17 @@ pub trait SagaStore: Store {
     async fn insert_saga(&self, conn: &mut Self::Conn, state: &SagaState)
         -> Result<(), StoreError>;
 
-    /// Reads a saga inside the caller's transaction, locked against other writers until
-    /// it ends (PostgreSQL: `FOR UPDATE`; SQLite: its one writer). `None` if there is none.
+    /// Begins the transaction that moves a saga outside a handler (the sweeper of late
+    /// replies): a plain [`Store::begin`], or on a single-writer store one that takes the
+    /// write lock at once (SQLite: `BEGIN IMMEDIATE`), so its read and write see one state.
+    async fn begin_move(&self) -> Result<Self::Tx, StoreError> {
+        self.begin().await
+    }
+
+    /// Reads a saga inside the caller's transaction (PostgreSQL: `FOR UPDATE`, locked until
+    /// it ends; SQLite: a transaction from [`begin_move`](SagaStore::begin_move), or one
+    /// that has already written, holds the one write lock; otherwise a change committed
+    /// meanwhile makes the caller's write fail, transiently). `None` if there is none.
     async fn lock_saga(
         &self,
         conn: &mut Self::Conn,
@@ -35,10 +44,14 @@ pub trait SagaStore: Store {
         state: &SagaState,
     ) -> Result<bool, StoreError>;
 
-    /// The sagas still moving whose awaited reply was due before `now`, oldest deadline
-    /// first, at most `limit`.
-    async fn late_sagas(&self, now: DateTime<Utc>, limit: usize)
-        -> Result<Vec<SagaId>, StoreError>;
+    /// The sagas of `types` still moving whose awaited reply was due before `now`,
+    /// oldest deadline first, at most `limit`.
+    async fn late_sagas(
+        &self,
+        types: &[String],
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<SagaId>, StoreError>;
 
     /// The sagas `filter` selects, newest first.
     async fn list_sagas(&self, filter: &SagaFilter) -> Result<Vec<SagaState>, StoreError>;

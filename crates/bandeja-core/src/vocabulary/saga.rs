@@ -208,8 +208,12 @@ pub struct SagaState {
     pub tenant_id: TenantId,
     /// The service replies go to.
     pub reply_to: String,
-    /// The id of the command whose reply is awaited.
+    /// The id of the command whose reply is awaited (its latest send).
     pub awaiting: Option<MessageId>,
+    /// Every send of the current step (or compensation) so far: a reply to an earlier
+    /// one (a step slower than its timeout, sent again) counts as the step's answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sent_attempts: Vec<MessageId>,
     /// When the awaited reply is late (a timeout), if the step has a time limit.
     pub deadline: Option<DateTime<Utc>>,
     /// What happened so far, oldest first.
@@ -227,6 +231,14 @@ impl SagaState {
     #[must_use]
     pub fn correlation_id(&self) -> String {
         self.id.to_string()
+    }
+
+    /// Whether a reply to `command` answers what the saga waits for: its latest send, or
+    /// an earlier send of the same step (or compensation).
+    #[must_use]
+    pub fn awaits(&self, command: MessageId) -> bool {
+        !self.status.is_final()
+            && (self.awaiting == Some(command) || self.sent_attempts.contains(&command))
     }
 }
 
@@ -335,6 +347,9 @@ pub mod headers {
     pub const REPLY_TO: &str = "bandeja-saga-reply-to";
     /// The step's name.
     pub const STEP: &str = "bandeja-saga-step";
+    /// `<saga id>:<step>:<phase>`, the same for every send of one step (or compensation):
+    /// the key a step's service deduplicates on.
+    pub const IDEMPOTENCY_KEY: &str = "bandeja-saga-key";
     /// `forward` or `compensation`.
     pub const PHASE: &str = "bandeja-saga-phase";
 }
@@ -373,6 +388,7 @@ mod tests {
             tenant_id: TenantId::default_tenant(),
             reply_to: "order".into(),
             awaiting: Some(MessageId::new()),
+            sent_attempts: vec![MessageId::new()],
             deadline: Some(now),
             history: vec![SagaEvent {
                 at: now,

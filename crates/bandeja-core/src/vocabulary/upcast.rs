@@ -190,6 +190,8 @@ const PROBE_FIELD: &str = "bandeja unknown-field probe";
 /// Whether `T` refuses fields it does not know (`#[serde(deny_unknown_fields)]`): it is
 /// given an object holding one field no type has, and answers whether serde's error names
 /// that field as unknown (a tolerant type ignores it and misses its own fields instead).
+/// Structs and newtype wrappers only: a tagged or untagged enum answers about its tag or
+/// its variants first, so an enum with the attribute is not detected.
 #[must_use]
 pub fn denies_unknown_fields<T: Payload>() -> bool {
     let probe = format!("{{\"{PROBE_FIELD}\":null}}");

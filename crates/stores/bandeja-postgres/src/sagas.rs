@@ -94,16 +94,18 @@ impl SagaStore for PgStore {
 
     async fn late_sagas(
         &self,
+        types: &[String],
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<SagaId>, StoreError> {
         let schema = self.schema();
         let ids: Vec<uuid::Uuid> = sqlx::query_scalar(&format!(
             "SELECT id FROM \"{schema}\".sagas WHERE deadline IS NOT NULL AND deadline <= $1 \
-             ORDER BY deadline LIMIT $2"
+             AND saga_type = ANY($3) ORDER BY deadline LIMIT $2"
         ))
         .bind(now)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(types)
         .fetch_all(self.pool())
         .await
         .map_err(|e| sqlx_error("find late sagas", e))?;

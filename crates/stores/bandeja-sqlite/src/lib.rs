@@ -14,6 +14,8 @@ mod staleness;
 mod store;
 mod subscriptions;
 
+pub use release::reusable_connection;
+
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,7 +118,7 @@ impl SqliteStore {
             .min_connections(1)
             .acquire_timeout(Duration::from_secs(60))
             .after_connect(|conn, _| Box::pin(crate::busy::install(conn)))
-            .after_release(|conn, _| Box::pin(crate::release::reusable(conn)))
+            .after_release(|conn, _| Box::pin(crate::release::reusable_connection(conn)))
             .connect_with(options)
             .await
             .map_err(|e| sqlx_error("open the SQLite database", e))?;
@@ -128,7 +130,8 @@ impl SqliteStore {
     /// lock: [`SqliteStore::connect`] installs one that is woken by each commit instead.
     /// It also closes a connection that comes back to the pool still counted inside a
     /// transaction (a handler ran `COMMIT` itself); a pool of your own should do the same
-    /// in its `after_release` hook, or such a connection's next `BEGIN IMMEDIATE` fails.
+    /// in its `after_release` hook ([`reusable_connection`]), or such a connection's next
+    /// `BEGIN IMMEDIATE` fails.
     pub fn from_pool(pool: SqlitePool) -> SqliteStore {
         SqliteStore {
             pool,

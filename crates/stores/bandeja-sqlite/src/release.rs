@@ -15,8 +15,10 @@ use sqlx::Connection;
 
 /// Whether `conn` may go back to the pool: `false` (close it) when sqlx still counts it
 /// inside a transaction once the commands queued on it (a dropped transaction's
-/// `ROLLBACK`) have run.
-pub(crate) async fn reusable(conn: &mut SqliteConnection) -> Result<bool, sqlx::Error> {
+/// `ROLLBACK`) have run. [`SqliteStore::connect`](crate::SqliteStore::connect) installs it;
+/// a pool of your own for [`SqliteStore::from_pool`](crate::SqliteStore::from_pool) should
+/// too: `.after_release(|conn, _| Box::pin(bandeja_sqlite::reusable_connection(conn)))`.
+pub async fn reusable_connection(conn: &mut SqliteConnection) -> Result<bool, sqlx::Error> {
     if !conn.is_in_transaction() {
         return Ok(true);
     }

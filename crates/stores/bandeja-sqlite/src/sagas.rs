@@ -96,17 +96,29 @@ impl SagaStore for SqliteStore {
         Ok(done.rows_affected() == 1)
     }
 
+    async fn begin_move(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+        self.pool()
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| sqlx_error("begin a saga's move", e))
+    }
+
     async fn late_sagas(
         &self,
+        types: &[String],
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<SagaId>, StoreError> {
+        let types = serde_json::to_string(types)
+            .map_err(|e| StoreError::new(StoreErrorKind::Permanent, "encode saga types", e))?;
         let ids: Vec<String> = sqlx::query_scalar(
             "SELECT id FROM sagas WHERE deadline IS NOT NULL AND deadline <= ?1 \
+             AND saga_type IN (SELECT value FROM json_each(?3)) \
              ORDER BY deadline LIMIT ?2",
         )
         .bind(text(now))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(types)
         .fetch_all(self.pool())
         .await
         .map_err(|e| sqlx_error("find late sagas", e))?;

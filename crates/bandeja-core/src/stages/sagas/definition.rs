@@ -19,6 +19,9 @@ use crate::tenant;
 /// How long a step's reply may take unless [`SagaBuilder::timeout`] says otherwise.
 pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The longest time limit a step may be given: a year.
+pub const MAX_STEP_TIMEOUT: Duration = Duration::from_secs(365 * 86_400);
+
 /// How many times a step after the pivot (or a compensation) is sent again after a
 /// failure, unless [`SagaBuilder::max_retries`] says otherwise.
 pub const DEFAULT_MAX_RETRIES: u32 = 5;
@@ -160,6 +163,14 @@ impl Definition {
             SagaPhase::Compensation => "compensation",
         };
         extra.insert(headers::PHASE.to_owned(), phase_name.to_owned());
+        extra.insert(
+            headers::IDEMPOTENCY_KEY.to_owned(),
+            format!("{}:{}:{phase_name}", state.id, shape.name),
+        );
+        // One saga's commands in the order they were sent, per subscriber.
+        if record.partition_key.is_none() {
+            record.partition_key = Some(state.id.to_string());
+        }
         record.headers.correlation_id = Some(state.correlation_id());
         if causation.is_some() {
             record.headers.causation_id = causation;
@@ -230,6 +241,7 @@ impl<D: Serialize + DeserializeOwned + Send + Sync + 'static> SagaBuilder<D> {
             compensable: false,
             pivot: false,
             timeout: Some(DEFAULT_STEP_TIMEOUT),
+            compensation_timeout: Some(DEFAULT_STEP_TIMEOUT),
         };
         let def = StepDef {
             forward: builder(&self.name, command),
@@ -276,12 +288,23 @@ impl<D: Serialize + DeserializeOwned + Send + Sync + 'static> SagaBuilder<D> {
         self
     }
 
-    /// How long the step just added may take to reply (default [`DEFAULT_STEP_TIMEOUT`]);
+    /// How long the step just added may take to reply (default [`DEFAULT_STEP_TIMEOUT`], at
+    /// most [`MAX_STEP_TIMEOUT`]);
     /// past it, the step counts as failed (before the pivot: compensated, itself included).
     #[must_use]
     pub fn timeout(mut self, limit: Duration) -> Self {
         if let Some((shape, _)) = self.last("timeout") {
             shape.timeout = Some(limit);
+        }
+        self
+    }
+
+    /// How long the compensation of the step just added may take to reply (default
+    /// [`DEFAULT_STEP_TIMEOUT`]); past it, the compensation is sent again.
+    #[must_use]
+    pub fn compensation_timeout(mut self, limit: Duration) -> Self {
+        if let Some((shape, _)) = self.last("compensation_timeout") {
+            shape.compensation_timeout = Some(limit);
         }
         self
     }
@@ -336,6 +359,18 @@ impl<D: Serialize + DeserializeOwned + Send + Sync + 'static> SagaBuilder<D> {
             if !crate::names::is_usable_name(&shape.name) {
                 return refuse(format!("step {i}'s name is not usable"));
             }
+            let limits = [shape.timeout, shape.compensation_timeout];
+            if limits
+                .iter()
+                .flatten()
+                .any(|t| t.is_zero() || *t > MAX_STEP_TIMEOUT)
+            {
+                return refuse(format!(
+                    "step `{}`: a timeout must be above zero and at most {} days",
+                    shape.name,
+                    MAX_STEP_TIMEOUT.as_secs() / 86_400
+                ));
+            }
             if self.steps[..i].iter().any(|(s, _)| s.name == shape.name) {
                 return refuse(format!("two steps are named `{}`", shape.name));
             }
@@ -367,5 +402,67 @@ impl<D: Serialize + DeserializeOwned + Send + Sync + 'static> SagaBuilder<D> {
             }),
             data: PhantomData,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize, serde::Deserialize)]
+    struct Data {
+        n: u64,
+    }
+
+    #[derive(Serialize, serde::Deserialize)]
+    struct Step;
+    impl Payload for Step {
+        const TYPE: &'static str = "test.Step";
+    }
+
+    fn step(_: &Data) -> Result<Command<Step>> {
+        Command::to_self("steps", Step)
+    }
+
+    fn refused(saga: SagaBuilder<Data>) -> String {
+        saga.build().map(|_| ()).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn definitions_that_cannot_run_are_refused_saying_why() {
+        let base = || Saga::<Data>::define("order");
+        assert!(refused(base()).contains("at least one step"));
+        assert!(refused(base().step("a", step).step("a", step)).contains("two steps are named `a`"));
+        assert!(
+            refused(base().step("a", step).pivot().step("b", step).pivot())
+                .contains("at most one pivot")
+        );
+        assert!(
+            refused(base().step("a", step).pivot().compensate_with(step))
+                .contains("cannot have a compensation")
+        );
+        assert!(refused(
+            base()
+                .step("a", step)
+                .pivot()
+                .step("b", step)
+                .compensate_with(step)
+        )
+        .contains("after the pivot"));
+        assert!(refused(base().pivot().step("a", step)).contains("`pivot` before any `step`"));
+        assert!(refused(base().step("a", step).timeout(Duration::ZERO)).contains("above zero"));
+        assert!(refused(base().step("a", step).timeout(MAX_STEP_TIMEOUT * 2)).contains("365 days"));
+        assert!(
+            refused(Saga::<Data>::define("or der").step("a", step)).contains("name is not usable")
+        );
+        let fine = base()
+            .step("a", step)
+            .compensate_with(step)
+            .step("b", step)
+            .pivot()
+            .step("c", step)
+            .build()
+            .expect("valid");
+        assert_eq!(fine.name(), "order");
     }
 }

@@ -35,6 +35,8 @@ pub(crate) struct StepShape {
     pub(crate) pivot: bool,
     /// How long its reply may take.
     pub(crate) timeout: Option<Duration>,
+    /// How long its compensation's reply may take.
+    pub(crate) compensation_timeout: Option<Duration>,
 }
 
 /// What happened to the saga.
@@ -88,7 +90,7 @@ pub(crate) fn advance(
             ok,
             reason,
         } => {
-            if state.status.is_final() || state.awaiting != Some(in_reply_to) {
+            if !state.awaits(in_reply_to) {
                 let detail = format!(
                     "a reply to {in_reply_to} while {}",
                     match state.awaiting {
@@ -257,6 +259,13 @@ fn finish(
     Next::Nothing
 }
 
+/// Ends the saga FAILED for an operator: its next command could not be built or sent
+/// (`why`), which retrying would not change.
+pub(crate) fn fail(state: &mut SagaState, steps: &[StepShape], now: DateTime<Utc>, why: String) {
+    state.reason = Some(why);
+    finish(state, steps, now, SagaStatus::Failed);
+}
+
 /// Records that the command of `step`/`phase` was sent as `message_id`, with its deadline.
 pub(crate) fn sent(
     state: &mut SagaState,
@@ -264,13 +273,20 @@ pub(crate) fn sent(
     message_id: MessageId,
     now: DateTime<Utc>,
 ) {
+    if state.attempt == 0 {
+        state.sent_attempts.clear();
+    }
     state.attempt += 1;
     state.awaiting = Some(message_id);
-    state.deadline = steps
-        .get(index(state.step))
-        .and_then(|s| s.timeout)
+    state.sent_attempts.push(message_id);
+    let shape = steps.get(index(state.step));
+    let limit = match state.phase {
+        SagaPhase::Forward => shape.and_then(|s| s.timeout),
+        SagaPhase::Compensation => shape.and_then(|s| s.compensation_timeout),
+    };
+    state.deadline = limit
         .and_then(|t| chrono::Duration::from_std(t).ok())
-        .map(|t| now + t);
+        .and_then(|t| now.checked_add_signed(t));
     note(
         state,
         steps,
@@ -330,6 +346,7 @@ mod tests {
             compensable,
             pivot,
             timeout: Some(Duration::from_secs(30)),
+            compensation_timeout: Some(Duration::from_secs(30)),
         }
     }
 
@@ -359,6 +376,7 @@ mod tests {
             tenant_id: TenantId::default_tenant(),
             reply_to: "order".into(),
             awaiting: None,
+            sent_attempts: Vec::new(),
             deadline: None,
             history: Vec::new(),
             created_at: now,
@@ -526,6 +544,39 @@ mod tests {
             Next::Nothing
         );
         assert_eq!(done.history.len(), before);
+    }
+
+    #[test]
+    fn a_reply_to_an_earlier_send_of_the_step_counts_after_a_resend() {
+        // ship (the pivot) times out and is sent again; the first send's reply comes late.
+        let steps = order_steps();
+        let (mut state, _) = drive(&steps, &[Some(true), Some(true)]);
+        let now = Utc::now();
+        let first = state.awaiting.expect("ship sent");
+        assert_eq!(
+            advance(&mut state, &steps, 2, Input::Timeout, now),
+            Next::Send { step: 2, phase: F }
+        );
+        sent(&mut state, &steps, MessageId::new(), now);
+        let late = Input::Reply {
+            in_reply_to: first,
+            message_id: MessageId::new(),
+            ok: true,
+            reason: None,
+        };
+        assert_eq!(
+            advance(&mut state, &steps, 2, late, now),
+            Next::Send { step: 3, phase: F },
+            "the first send's success moves the saga on"
+        );
+        // The second send's reply, once notify was sent, is a stale one.
+        let notify = MessageId::new();
+        sent(&mut state, &steps, notify, now);
+        assert_eq!(
+            state.sent_attempts,
+            [notify],
+            "a new step forgets the old sends"
+        );
     }
 
     #[test]

@@ -22,5 +22,7 @@ pub(crate) mod machine;
 pub(crate) mod orchestrator;
 
 pub use crate::ports::sagas::SagaStore;
-pub use definition::{Saga, SagaBuilder, DEFAULT_MAX_RETRIES, DEFAULT_STEP_TIMEOUT};
+pub use definition::{
+    Saga, SagaBuilder, DEFAULT_MAX_RETRIES, DEFAULT_STEP_TIMEOUT, MAX_STEP_TIMEOUT,
+};
 pub use orchestrator::{LATE_SAGAS_EVERY, REPLY_SUBSCRIBER};

@@ -52,6 +52,14 @@ impl SagaBook {
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Definition>> {
         self.definitions.read().ok()?.get(name).cloned()
     }
+
+    /// The names of the definitions, sorted.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.definitions
+            .read()
+            .map(|book| book.keys().cloned().collect())
+            .unwrap_or_default()
+    }
 }
 
 /// Why a saga could not be moved.
@@ -72,8 +80,9 @@ pub(crate) enum MoveError {
 impl MoveError {
     /// The handler's error: permanent for what retrying cannot fix.
     fn into_handler_error(self) -> HandlerError {
-        match self {
+        match &self {
             MoveError::Unknown(_) | MoveError::Undefined { .. } => HandlerError::permanent(self),
+            MoveError::Store(e) if !e.is_transient() => HandlerError::permanent(self),
             _ => HandlerError::retriable(self),
         }
     }
@@ -114,11 +123,18 @@ pub(crate) async fn move_saga<S: SagaStore>(
             ok,
             ..
         } => {
-            let awaited = !state.status.is_final() && state.awaiting == Some(in_reply_to);
-            if ok && awaited && state.phase == SagaPhase::Forward {
+            if ok && state.awaits(in_reply_to) && state.phase == SagaPhase::Forward {
                 if let Some(data) = reply_data {
                     let step = state.step;
-                    definition.on_success(&mut state, step, data)?;
+                    if let Err(error) = definition.on_success(&mut state, step, data) {
+                        // The reply's data does not fit the saga's: retrying changes nothing.
+                        let why = format!(
+                            "the reply of step {step} did not fit the saga's data: {error}"
+                        );
+                        machine::fail(&mut state, &definition.shapes, now, why);
+                        write(store, conn, &mut state).await?;
+                        return Ok(None);
+                    }
                 }
             }
             Some(message_id)
@@ -132,7 +148,17 @@ pub(crate) async fn move_saga<S: SagaStore>(
         input,
         now,
     );
-    let record = send_next(&definition, &mut state, next, causation, now)?;
+    let record = match send_next(&definition, &mut state, next, causation, now) {
+        Ok(record) => record,
+        Err(error) => {
+            // The step's command could not be built (its closure failed, the saga's data
+            // no longer decodes): the saga stops FAILED, saying why, instead of retrying
+            // what cannot change.
+            let why = format!("the next command could not be built: {error}");
+            machine::fail(&mut state, &definition.shapes, now, why);
+            None
+        }
+    };
     write(store, conn, &mut state).await?;
     Ok(record)
 }
@@ -214,40 +240,49 @@ pub(crate) struct LateSagas<S> {
 impl<S: SagaStore> LateSagas<S> {
     async fn sweep(&self, outbox: &Outbox<S>) -> Result<usize, MoveError> {
         let now = Utc::now();
-        let late = self.store.late_sagas(now, 100).await?;
+        let types = self.book.names();
+        let late = self.store.late_sagas(&types, now, 100).await?;
         let mut moved = 0;
         for id in late {
-            let mut tx = self.store.begin().await?;
-            let result = move_saga(
-                &self.book,
-                &self.store,
-                &mut tx,
-                id,
-                Input::Timeout,
-                None,
-                now,
-            )
-            .await;
-            match result {
-                Ok(record) => {
-                    if let Some(record) = record {
-                        outbox.send_records(&mut tx, vec![record]).await?;
-                    }
-                    self.store.commit(tx).await?;
-                    moved += 1;
+            // One saga that cannot move now must not hold up the others.
+            match self.time_out(outbox, id, now).await {
+                Ok(()) => moved += 1,
+                // Another process moved it meanwhile: nothing to do.
+                Err(MoveError::Conflict(_)) => {}
+                Err(error) => {
+                    tracing::warn!(saga = %id, %error, "a late saga could not be moved; it is tried again at the next sweep");
                 }
-                // Another process moved it, or it is not ours to move: the next sweep
-                // (here or there) sees it again if it is still late.
-                Err(
-                    MoveError::Conflict(_) | MoveError::Undefined { .. } | MoveError::Unknown(_),
-                ) => {}
-                Err(other) => return Err(other),
             }
         }
         if moved > 0 {
             self.store.wakers().wake(BoxKind::OutboxCommands);
         }
         Ok(moved)
+    }
+
+    /// Moves late saga `id` as timed out, in a transaction of its own.
+    async fn time_out(
+        &self,
+        outbox: &Outbox<S>,
+        id: SagaId,
+        now: DateTime<Utc>,
+    ) -> Result<(), MoveError> {
+        let mut tx = self.store.begin_move().await?;
+        let record = move_saga(
+            &self.book,
+            &self.store,
+            &mut tx,
+            id,
+            Input::Timeout,
+            None,
+            now,
+        )
+        .await?;
+        if let Some(record) = record {
+            outbox.send_records(&mut tx, vec![record]).await?;
+        }
+        self.store.commit(tx).await?;
+        Ok(())
     }
 }
 
