@@ -35,14 +35,7 @@ pub(crate) struct SagaLine {
 
 impl SagaLine {
     fn of(state: &SagaState) -> SagaLine {
-        // The step's name as the history last named it.
-        let step = state
-            .history
-            .iter()
-            .rev()
-            .find(|e| !e.step.is_empty())
-            .map(|e| e.step.clone())
-            .unwrap_or_default();
+        let step = state.current_step().to_owned();
         SagaLine {
             id: state.id,
             saga_type: state.saga_type.clone(),

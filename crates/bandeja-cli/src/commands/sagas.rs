@@ -5,23 +5,12 @@
 use std::io::{self, Write};
 
 use bandeja_core::admin::Admin;
-use bandeja_core::saga::{SagaFilter, SagaPhase, SagaState};
+use bandeja_core::saga::{SagaFilter, SagaPhase};
 
 use crate::cli::{SagasListArgs, SagasShowArgs};
 use crate::error::CliError;
 use crate::output;
 use crate::table::Table;
-
-/// The step a saga is at, as its history last named it.
-fn current_step(state: &SagaState) -> String {
-    state
-        .history
-        .iter()
-        .rev()
-        .find(|e| !e.step.is_empty())
-        .map(|e| e.step.clone())
-        .unwrap_or_default()
-}
 
 fn phase(phase: SagaPhase) -> &'static str {
     match phase {
@@ -58,7 +47,7 @@ pub(crate) async fn list<S: Admin>(
             s.id.to_string(),
             s.saga_type.clone(),
             s.status.to_string(),
-            current_step(s),
+            s.current_step().to_owned(),
             phase(s.phase).to_owned(),
             s.attempt.to_string(),
             output::shorten(s.reason.as_deref().unwrap_or_default(), 60),
@@ -89,7 +78,7 @@ pub(crate) async fn show<S: Admin>(
     writeln!(
         out,
         "step      {} ({})",
-        current_step(&saga),
+        saga.current_step(),
         phase(saga.phase)
     )?;
     writeln!(out, "tenant    {}", saga.tenant_id)?;

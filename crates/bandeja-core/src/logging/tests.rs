@@ -1,31 +1,8 @@
 //! The set-up's output, captured: JSON lines parse and carry the span's fields, unrecorded
 //! span fields are not printed, an invalid filter is reported and falls back to `info`.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use super::*;
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut out) = self.0.lock() {
-            out.extend_from_slice(bytes);
-        }
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().map(|b| b.clone()).unwrap_or_default()).unwrap_or_default()
-    }
-}
+use crate::vocabulary::test_log::Captured;
 
 /// Logs a little through a logger set up with `vars`, returns what it wrote.
 fn logged(vars: &[(&str, &str)], format: Option<LogFormat>) -> Result<String, LoggingError> {

@@ -233,6 +233,17 @@ impl SagaState {
         self.id.to_string()
     }
 
+    /// The name of the step the saga is at (awaited, compensated, or the last one it
+    /// moved), as its history names it; empty before any step.
+    #[must_use]
+    pub fn current_step(&self) -> &str {
+        self.history
+            .iter()
+            .rev()
+            .find(|e| !e.step.is_empty())
+            .map_or("", |e| e.step.as_str())
+    }
+
     /// Whether a reply to `command` answers what the saga waits for: its latest send, or
     /// an earlier send of the same step (or compensation).
     #[must_use]

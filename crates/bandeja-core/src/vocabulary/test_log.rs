@@ -3,8 +3,16 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+/// A writer that keeps what is written to it (and its clones), for a test subscriber.
 #[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// What was written so far, as text.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8(self.0.lock().map(|b| b.clone()).unwrap_or_default()).unwrap_or_default()
+    }
+}
 
 impl Write for Captured {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -28,6 +36,5 @@ pub(crate) fn logged(work: impl FnOnce()) -> String {
         .with_max_level(tracing::Level::INFO)
         .finish();
     tracing::subscriber::with_default(subscriber, work);
-    let bytes = captured.0.lock().map(|b| b.clone()).unwrap_or_default();
-    String::from_utf8(bytes).unwrap_or_default()
+    captured.text()
 }
