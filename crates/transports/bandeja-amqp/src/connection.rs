@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub(crate) use bandeja_core::transport::backoff::Backoff;
+
 use bandeja_core::record::MessageKind;
 use lapin::options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
@@ -26,9 +28,6 @@ impl std::fmt::Debug for Settings {
         self.options.fmt(f)
     }
 }
-
-/// The first pause between two reconnection attempts.
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
 /// How long a graceful close may take before the connection is simply dropped.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -190,35 +189,6 @@ pub(crate) async fn close(connection: Connection) {
         if let Ok(Err(error)) = tokio::time::timeout(CLOSE_TIMEOUT, closing).await {
             tracing::debug!(%error, "closing an AMQP connection");
         }
-    }
-}
-
-/// Exponential backoff between reconnection attempts: 100 ms doubling up to a maximum.
-#[derive(Debug)]
-pub(crate) struct Backoff {
-    next: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    /// A backoff starting at 100 ms, never above `max`.
-    pub(crate) fn new(max: Duration) -> Self {
-        Backoff {
-            next: FIRST_BACKOFF.min(max),
-            max,
-        }
-    }
-
-    /// The pause to take now (the next one is twice as long).
-    pub(crate) fn next(&mut self) -> Duration {
-        let pause = self.next;
-        self.next = (self.next * 2).min(self.max);
-        pause
-    }
-
-    /// Back to the first pause after a success.
-    pub(crate) fn reset(&mut self) {
-        self.next = FIRST_BACKOFF.min(self.max);
     }
 }
 

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub(crate) use bandeja_core::transport::backoff::Backoff;
+
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, Value};
 
@@ -27,9 +29,6 @@ impl std::fmt::Debug for Settings {
         self.options.fmt(f)
     }
 }
-
-/// The first pause between two reconnection attempts.
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
 impl Settings {
     /// Checks the options.
@@ -99,35 +98,6 @@ impl Settings {
                 after,
             }),
         }
-    }
-}
-
-/// Exponential backoff between attempts: 100 ms doubling up to a maximum.
-#[derive(Debug)]
-pub(crate) struct Backoff {
-    next: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    /// A backoff starting at 100 ms, never above `max`.
-    pub(crate) fn new(max: Duration) -> Self {
-        Backoff {
-            next: FIRST_BACKOFF.min(max),
-            max,
-        }
-    }
-
-    /// The pause to take now (the next one is twice as long).
-    pub(crate) fn next(&mut self) -> Duration {
-        let pause = self.next;
-        self.next = (self.next * 2).min(self.max);
-        pause
-    }
-
-    /// Back to the first pause after a success.
-    pub(crate) fn reset(&mut self) {
-        self.next = FIRST_BACKOFF.min(self.max);
     }
 }
 
@@ -263,15 +233,7 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_up_to_its_cap() {
-        let mut backoff = Backoff::new(Duration::from_millis(500));
-        let pauses: Vec<u128> = (0..5).map(|_| backoff.next().as_millis()).collect();
-        assert_eq!(pauses, [100, 200, 400, 500, 500]);
-        backoff.reset();
-        assert_eq!(backoff.next(), FIRST_BACKOFF);
-    }
+    use bandeja_core::transport::backoff::FIRST_BACKOFF;
 
     #[test]
     fn a_failed_attempt_holds_the_next_one_back() {

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 pub use tokio::time::Instant;
 
+pub mod backoff;
 pub mod direct;
 pub mod routing;
 mod sink;
