@@ -44,7 +44,12 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// The SQLite store: the embedded default. Cheap to clone.
 #[derive(Clone)]
 pub struct SqliteStore {
+    /// The application's pool ([`SqliteStore::pool`]).
     pool: SqlitePool,
+    /// The workers' pool: the store's own claims, relays, outcome writes and the handlers'
+    /// transactions (the same pool as `pool` for [`SqliteStore::from_pool`] and in-memory
+    /// databases).
+    workers: SqlitePool,
     inner: Arc<Inner>,
     /// The SQL of each box, for this handle's completion modes.
     queries: Arc<[BoxQueries; 4]>,
@@ -100,6 +105,23 @@ pub(crate) fn sqlx_error(operation: &'static str, error: sqlx::Error) -> StoreEr
     StoreError::new(kind, operation, error)
 }
 
+/// One of [`SqliteStore::connect`]'s pools, its connections of `role`.
+async fn open_pool(
+    options: SqliteConnectOptions,
+    role: busy::Role,
+    in_memory: bool,
+) -> Result<SqlitePool, StoreError> {
+    SqlitePoolOptions::new()
+        .max_connections(if in_memory { 1 } else { 24 })
+        .min_connections(1)
+        .acquire_timeout(Duration::from_secs(60))
+        .after_connect(move |conn, _| Box::pin(crate::busy::install(conn, role)))
+        .after_release(|conn, _| Box::pin(crate::release::reusable_connection(conn)))
+        .connect_with(options)
+        .await
+        .map_err(|e| sqlx_error("open the SQLite database", e))
+}
+
 impl SqliteStore {
     /// Opens (creating the file if missing) a SQLite database in WAL mode, with a pool
     /// suited to bandeja's workers. `url` is `sqlite://path/to/file.db` or `sqlite::memory:`.
@@ -112,17 +134,13 @@ impl SqliteStore {
             .busy_timeout(crate::busy::TIMEOUT)
             .foreign_keys(true);
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
-        let pool = SqlitePoolOptions::new()
-            // An in-memory database exists per connection: keep exactly one.
-            .max_connections(if in_memory { 1 } else { 24 })
-            .min_connections(1)
-            .acquire_timeout(Duration::from_secs(60))
-            .after_connect(|conn, _| Box::pin(crate::busy::install(conn)))
-            .after_release(|conn, _| Box::pin(crate::release::reusable_connection(conn)))
-            .connect_with(options)
-            .await
-            .map_err(|e| sqlx_error("open the SQLite database", e))?;
-        Ok(SqliteStore::from_pool(pool))
+        // An in-memory database exists per connection: keep exactly one, in one pool.
+        let pool = open_pool(options.clone(), busy::Role::Application, in_memory).await?;
+        if in_memory {
+            return Ok(SqliteStore::from_pool(pool));
+        }
+        let workers = open_pool(options, busy::Role::Workers, false).await?;
+        Ok(SqliteStore::from_pools(pool, workers))
     }
 
     /// Wraps an existing pool (configure WAL and a busy timeout on it). Its connections keep
@@ -133,8 +151,13 @@ impl SqliteStore {
     /// in its `after_release` hook ([`reusable_connection`]), or such a connection's next
     /// `BEGIN IMMEDIATE` fails.
     pub fn from_pool(pool: SqlitePool) -> SqliteStore {
+        SqliteStore::from_pools(pool.clone(), pool)
+    }
+
+    fn from_pools(pool: SqlitePool, workers: SqlitePool) -> SqliteStore {
         SqliteStore {
             pool,
+            workers,
             inner: Arc::new(Inner {
                 wakers: Wakers::new(),
             }),
@@ -146,6 +169,21 @@ impl SqliteStore {
     /// The pool: use it for your own tables, so your transactions and bandeja's share a database.
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+
+    /// The workers' pool (see [`SqliteStore`]'s fields): what the store's own statements
+    /// run on, so that the application's writes go first ([`busy`]).
+    pub(crate) fn workers(&self) -> &SqlitePool {
+        &self.workers
+    }
+
+    /// A worker's write transaction (`BEGIN IMMEDIATE`), after giving way to a waiting
+    /// application writer.
+    pub(crate) async fn begin_immediate(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        busy::give_way().await;
+        self.workers.begin_with("BEGIN IMMEDIATE").await
     }
 
     pub(crate) fn queries(&self, box_kind: BoxKind) -> &BoxQueries {
@@ -160,6 +198,7 @@ impl SqliteStore {
     pub(crate) fn with_modes(&self, modes: CompletionModes) -> SqliteStore {
         SqliteStore {
             pool: self.pool.clone(),
+            workers: self.workers.clone(),
             inner: self.inner.clone(),
             queries: Arc::new(BoxKind::ALL.map(|b| BoxQueries::new(b, modes))),
             relay: self.relay.clone(),

@@ -82,8 +82,7 @@ pub(crate) async fn relay(
     }
     let sql = store.relay_sql();
     let mut tx = store
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
+        .begin_immediate()
         .await
         .map_err(|e| sqlx_error("begin a relay", e))?;
     let due = crate::claim::due(store, &mut tx, outbox, request).await?;

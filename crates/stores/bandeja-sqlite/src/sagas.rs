@@ -97,8 +97,7 @@ impl SagaStore for SqliteStore {
     }
 
     async fn begin_move(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
-        self.pool()
-            .begin_with("BEGIN IMMEDIATE")
+        self.begin_immediate()
             .await
             .map_err(|e| sqlx_error("begin a saga's move", e))
     }
@@ -119,7 +118,7 @@ impl SagaStore for SqliteStore {
         .bind(text(now))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .bind(types)
-        .fetch_all(self.pool())
+        .fetch_all(self.workers())
         .await
         .map_err(|e| sqlx_error("find late sagas", e))?;
         Ok(ids.iter().filter_map(|id| id.parse().ok()).collect())
@@ -134,7 +133,7 @@ impl SagaStore for SqliteStore {
         .bind(filter.saga_type.as_deref())
         .bind(filter.status.map(|s| s.as_str()))
         .bind(filter.effective_limit())
-        .fetch_all(self.pool())
+        .fetch_all(self.workers())
         .await
         .map_err(|e| sqlx_error("list sagas", e))?;
         rows.iter().map(|json| decode(json)).collect()
@@ -143,7 +142,7 @@ impl SagaStore for SqliteStore {
     async fn saga(&self, id: SagaId) -> Result<Option<SagaState>, StoreError> {
         let json: Option<String> = sqlx::query_scalar("SELECT state FROM sagas WHERE id = ?1")
             .bind(id.to_string())
-            .fetch_optional(self.pool())
+            .fetch_optional(self.workers())
             .await
             .map_err(|e| sqlx_error("read a saga", e))?;
         json.as_deref().map(decode).transpose()

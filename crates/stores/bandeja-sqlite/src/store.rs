@@ -200,7 +200,8 @@ impl Store for SqliteStore {
     }
 
     async fn begin(&self) -> Result<Self::Tx, StoreError> {
-        self.pool()
+        crate::busy::give_way().await;
+        self.workers()
             .begin()
             .await
             .map_err(|e| sqlx_error("begin a transaction", e))
@@ -247,9 +248,8 @@ impl Store for SqliteStore {
         request: &ClaimRequest<'_>,
     ) -> Result<Vec<StoredMessage>, StoreError> {
         let queries = self.queries(box_kind);
-        let mut tx = self
-            .pool()
-            .begin_with("BEGIN IMMEDIATE")
+            let mut tx = self
+            .begin_immediate()
             .await
             .map_err(|e| sqlx_error("begin a claim", e))?;
         let due = crate::claim::due(self, &mut tx, box_kind, request).await?;
@@ -302,7 +302,7 @@ impl Store for SqliteStore {
         let rows: Vec<(String, Option<String>)> = sqlx::query_as(&self.queries(box_kind).renew)
             .bind(worker_id)
             .bind(lease_modifier(lease))
-            .fetch_all(self.pool())
+            .fetch_all(self.workers())
             .await
             .map_err(|e| sqlx_error("renew leases", e))?;
         rows.into_iter()
@@ -322,8 +322,7 @@ impl Store for SqliteStore {
         outcomes: &[Outcome],
     ) -> Result<ReceiveReport, StoreError> {
         let mut tx = self
-            .pool()
-            .begin_with("BEGIN IMMEDIATE")
+            .begin_immediate()
             .await
             .map_err(|e| sqlx_error("begin a transfer", e))?;
         let report = insert_inbox_rows(self, &mut tx, kind, deliveries).await?;
@@ -340,8 +339,7 @@ impl Store for SqliteStore {
         deliveries: &[Delivery<'_>],
     ) -> Result<ReceiveReport, StoreError> {
         let mut tx = self
-            .pool()
-            .begin_with("BEGIN IMMEDIATE")
+            .begin_immediate()
             .await
             .map_err(|e| sqlx_error("begin a receive", e))?;
         let report = insert_inbox_rows(self, &mut tx, kind, deliveries).await?;
@@ -389,8 +387,7 @@ impl Store for SqliteStore {
             || crate::attempts::any_failed(outcomes)
         {
             let mut tx = self
-                .pool()
-                .begin_with("BEGIN IMMEDIATE")
+                .begin_immediate()
                 .await
                 .map_err(|e| sqlx_error("begin writing outcomes", e))?;
             resolve_on(self, &mut tx, box_kind, worker_id, outcomes).await?;
@@ -400,7 +397,7 @@ impl Store for SqliteStore {
                 .map_err(|e| sqlx_error("commit outcomes", e));
         }
         let mut conn = self
-            .pool()
+            .workers()
             .acquire()
             .await
             .map_err(|e| sqlx_error("acquire a connection", e))?;
@@ -458,7 +455,7 @@ impl Store for SqliteStore {
         let found: bool =
             sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM transaction_marks WHERE mark = ?1)")
                 .bind(mark)
-                .fetch_one(self.pool())
+                .fetch_one(self.workers())
                 .await
                 .map_err(|e| sqlx_error("read a transaction mark", e))?;
         Ok(Some(found))
@@ -490,7 +487,7 @@ impl Store for SqliteStore {
 
     async fn active_tenants(&self, box_kind: BoxKind) -> Result<Vec<TenantId>, StoreError> {
         let names: Vec<String> = sqlx::query_scalar(&self.queries(box_kind).tenants)
-            .fetch_all(self.pool())
+            .fetch_all(self.workers())
             .await
             .map_err(|e| sqlx_error("list active tenants", e))?;
         Ok(names
@@ -501,7 +498,7 @@ impl Store for SqliteStore {
 
     async fn live_floor(&self, box_kind: BoxKind) -> Result<Option<i64>, StoreError> {
         sqlx::query_scalar(&self.queries(box_kind).floor)
-            .fetch_one(self.pool())
+            .fetch_one(self.workers())
             .await
             .map_err(|e| sqlx_error("read the live floor", e))
     }
@@ -561,7 +558,7 @@ impl Store for SqliteStore {
             loop {
                 let done = sqlx::query(sql)
                     .bind(&modifier)
-                    .execute(self.pool())
+                    .execute(self.workers())
                     .await
                     .map_err(|e| sqlx_error("purge completed rows", e))?;
                 total += done.rows_affected();
@@ -577,7 +574,7 @@ impl Store for SqliteStore {
             let done = sqlx::query(&attempts)
                 .bind(&modifier)
                 .bind(ORPHANS_BATCH)
-                .execute(self.pool())
+                .execute(self.workers())
                 .await
                 .map_err(|e| sqlx_error("purge old attempts", e))?;
             // A short batch was the last.
@@ -595,8 +592,7 @@ impl Store for SqliteStore {
     ) -> Result<StaleReport, StoreError> {
         let queries = self.queries(box_kind);
         let mut tx = self
-            .pool()
-            .begin_with("BEGIN IMMEDIATE")
+            .begin_immediate()
             .await
             .map_err(|e| sqlx_error("begin the staleness check", e))?;
         let mut counts = Vec::with_capacity(2);
@@ -637,7 +633,7 @@ impl Store for SqliteStore {
 impl Inspect for SqliteStore {
     async fn rows(&self, box_kind: BoxKind) -> Result<Vec<RowView>, StoreError> {
         let rows = sqlx::query(&self.queries(box_kind).rows)
-            .fetch_all(self.pool())
+            .fetch_all(self.workers())
             .await
             .map_err(|e| sqlx_error("list rows", e))?;
         rows.iter().map(|row| row_view(row, box_kind)).collect()
@@ -645,7 +641,7 @@ impl Inspect for SqliteStore {
 
     async fn archived_rows(&self, box_kind: BoxKind) -> Result<Vec<RowView>, StoreError> {
         let rows = sqlx::query(&self.queries(box_kind).archived)
-            .fetch_all(self.pool())
+            .fetch_all(self.workers())
             .await
             .map_err(|e| sqlx_error("list archived rows", e))?;
         rows.iter().map(|row| row_view(row, box_kind)).collect()

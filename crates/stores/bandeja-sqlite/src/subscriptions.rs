@@ -43,8 +43,7 @@ pub(crate) async fn register(
         .map(|(kind, subscriber)| serde_json::json!([kind, subscriber]))
         .collect();
     let mut tx = store
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
+        .begin_immediate()
         .await
         .map_err(|e| sqlx_error("begin registering the subscriptions", e))?;
     sqlx::query(&format!(
@@ -87,7 +86,7 @@ pub(crate) async fn register(
 pub(crate) async fn unregister(store: &SqliteStore, process: &str) -> Result<(), StoreError> {
     sqlx::query("DELETE FROM subscription_processes WHERE process = ?1")
         .bind(process)
-        .execute(store.pool())
+        .execute(store.workers())
         .await
         .map_err(|e| sqlx_error("unregister the process", e))?;
     Ok(())
@@ -106,7 +105,7 @@ pub(crate) async fn routes(
     )
     .bind(kind_name(kind))
     .bind(service)
-    .fetch_all(store.pool())
+    .fetch_all(store.workers())
     .await
     .map_err(|e| sqlx_error("read the subscriptions", e))?;
     Ok(rows
