@@ -106,6 +106,7 @@ pub(crate) fn advance(
                     Some(message_id),
                     Some(detail),
                 );
+                answered_send(state, in_reply_to);
                 return Next::Nothing;
             }
             let kind = if ok {
@@ -307,6 +308,23 @@ fn name(steps: &[StepShape], step: u32) -> &str {
 
 fn index(step: u32) -> usize {
     usize::try_from(step).unwrap_or(usize::MAX)
+}
+
+/// Makes the history's last entry (an ignored reply) name the step, phase and attempt of
+/// the command it answers, when the history has that command's send (a late reply to an
+/// earlier step is about that step, not about the one the saga is at now).
+fn answered_send(state: &mut SagaState, in_reply_to: MessageId) {
+    let sent = state
+        .history
+        .iter()
+        .rev()
+        .find(|e| e.kind == SagaEventKind::Sent && e.message_id == Some(in_reply_to))
+        .map(|e| (e.step.clone(), e.phase, e.attempt));
+    if let (Some((step, phase, attempt)), Some(last)) = (sent, state.history.last_mut()) {
+        last.step = step;
+        last.phase = phase;
+        last.attempt = attempt;
+    }
 }
 
 fn note(
@@ -513,6 +531,40 @@ mod tests {
         let (state, sent) = drive(&order_steps(), &replies);
         assert_eq!(sent, [(0, F), (1, F), (0, C), (0, C), (0, C)]);
         assert_eq!(state.status, SagaStatus::Failed);
+    }
+
+    #[test]
+    fn a_late_reply_to_an_earlier_step_is_recorded_under_that_step() {
+        let steps = order_steps();
+        let mut state = fresh();
+        let now = Utc::now();
+        start(&mut state, &steps, now);
+        let charge = MessageId::new();
+        sent(&mut state, &steps, charge, now);
+        let reply = |in_reply_to| Input::Reply {
+            in_reply_to,
+            message_id: MessageId::new(),
+            ok: true,
+            reason: None,
+        };
+        assert!(matches!(
+            advance(&mut state, &steps, 2, reply(charge), now),
+            Next::Send { step: 1, .. }
+        ));
+        sent(&mut state, &steps, MessageId::new(), now);
+        // The charge's service answers its command a second time (a redelivery).
+        assert_eq!(
+            advance(&mut state, &steps, 2, reply(charge), now),
+            Next::Nothing
+        );
+        let ignored = state.history.last().expect("an entry");
+        assert_eq!(ignored.kind, SagaEventKind::Ignored);
+        assert_eq!(
+            (ignored.step.as_str(), ignored.phase, ignored.attempt),
+            ("charge", SagaPhase::Forward, 1),
+            "the entry names the step the reply answers, not the awaited one"
+        );
+        assert_eq!(state.step, 1, "still awaiting the reservation");
     }
 
     #[test]
