@@ -308,6 +308,10 @@ pub async fn two_orchestrators_move_each_saga_once<S: Inspect + SagaStore>(store
             .iter()
             .filter(|e| e.kind == SagaEventKind::Finished)
             .count();
-        assert_eq!(finishes, 1, "order {order} ended once: {:#?}", state.history);
+        assert_eq!(
+            finishes, 1,
+            "order {order} ended once: {:#?}",
+            state.history
+        );
     }
 }

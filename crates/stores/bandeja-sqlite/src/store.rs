@@ -248,7 +248,7 @@ impl Store for SqliteStore {
         request: &ClaimRequest<'_>,
     ) -> Result<Vec<StoredMessage>, StoreError> {
         let queries = self.queries(box_kind);
-            let mut tx = self
+        let mut tx = self
             .begin_immediate()
             .await
             .map_err(|e| sqlx_error("begin a claim", e))?;
