@@ -8,7 +8,8 @@
 //!
 //! This facade re-exports what applications use from the core ([`bandeja_core`]), and the
 //! adapters behind cargo features: the stores `sqlite` (default, the embedded store) and
-//! `postgres`, the broker transports `nats` (NATS JetStream) and `amqp` (RabbitMQ). Each
+//! `postgres`, the broker transports `nats` (NATS JetStream), `amqp` (RabbitMQ) and
+//! `redis` (Redis Streams). Each
 //! store module brings its handler context alias (`bandeja::sqlite::Context<'_>`) and the
 //! `sqlx` it is built on (`bandeja::sqlite::sqlx`).
 //!
@@ -133,6 +134,13 @@ pub mod nats {
 #[cfg_attr(docsrs, doc(cfg(feature = "amqp")))]
 pub mod amqp {
     pub use bandeja_amqp::*;
+}
+
+/// The Redis Streams transport (feature `redis`).
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod redis {
+    pub use bandeja_redis::*;
 }
 
 /// The names most applications use.
