@@ -1,5 +1,5 @@
 //! `pair-service`: one of the two services of the broker tests, as its own process with
-//! its own PostgreSQL schema, talking to the other only through NATS JetStream or RabbitMQ.
+//! its own PostgreSQL schema, talking to the other only through NATS JetStream, RabbitMQ or Redis Streams.
 //!
 //! ```text
 //! pair-service --role consumer --transport nats --broker-url nats://127.0.0.1:4222 \
@@ -44,6 +44,7 @@ enum Role {
 enum Broker {
     Nats,
     Amqp,
+    Redis,
 }
 
 /// Command-line arguments.
@@ -107,6 +108,15 @@ async fn transport(args: &Args) -> Result<Arc<dyn Transport>, Box<dyn Error>> {
                 ..Default::default()
             };
             Arc::new(bandeja::amqp::AmqpTransport::connect(options).await?)
+        }
+        Broker::Redis => {
+            let options = bandeja::redis::RedisOptions {
+                url: args.broker_url.clone(),
+                prefix: args.prefix.clone(),
+                partitions: 4,
+                ..Default::default()
+            };
+            Arc::new(bandeja::redis::RedisTransport::connect(options).await?)
         }
     })
 }

@@ -22,7 +22,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(240);
 
 /// The broker under test, which the run stops and starts again.
 pub(crate) trait Broker {
-    /// `nats` or `amqp`.
+    /// `nats`, `amqp` or `redis`.
     fn transport(&self) -> &'static str;
     /// The address the services connect to.
     fn url(&self) -> String;
