@@ -64,14 +64,19 @@ impl SagaStore for SqliteStore {
         conn: &mut SqliteConnection,
         id: SagaId,
     ) -> Result<Option<SagaState>, StoreError> {
-        // SQLite has one writer: a change committed by another between this read and the
-        // caller's write makes that write fail (a stale snapshot: transient, tried again),
-        // and `update_saga` writes only over the version read.
-        let json: Option<String> = sqlx::query_scalar("SELECT state FROM sagas WHERE id = ?1")
-            .bind(id.to_string())
-            .fetch_optional(conn)
-            .await
-            .map_err(|e| sqlx_error("read a saga", e))?;
+        // A write first: it takes SQLite's write lock (waiting for it in the busy handler)
+        // before anything is read. A plain read first would make the caller's write an
+        // upgrade of a read transaction, which SQLite refuses at once ("database is locked",
+        // no wait) whenever another connection holds the lock: under a drain, nearly every
+        // reply's move failed and was retried. `update_saga` still writes only over the
+        // version read.
+        let json: Option<String> = sqlx::query_scalar(
+            "UPDATE sagas SET version = version WHERE id = ?1 RETURNING state",
+        )
+        .bind(id.to_string())
+        .fetch_optional(conn)
+        .await
+        .map_err(|e| sqlx_error("lock and read a saga", e))?;
         json.as_deref().map(decode).transpose()
     }
 
