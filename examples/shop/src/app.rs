@@ -2,8 +2,8 @@
 //!
 //! | route | answer |
 //! | --- | --- |
-//! | `POST /orders` | 201 with the order, or a 4xx `{"error": ...}` |
-//! | `GET /orders/{id}` | the order, or 404 |
+//! | `POST /orders` | 201 with the order (its saga just started), or a 4xx `{"error": ...}` |
+//! | `GET /orders/{id}` | the order and where its saga stands (`status`, `step`), or 404 |
 //! | `GET /stock/{sku}` | `{"sku": ..., "available": ...}`, or 404 |
 //! | `GET /products` | the catalog |
 //!
@@ -12,25 +12,31 @@
 use axum::routing::{get, post};
 use axum::Router;
 
-use bandeja::Outbox;
+use bandeja::sagas::Saga;
+use bandeja::Bandeja;
 
 use crate::error::ApiError;
 use crate::messaging::Service;
+use crate::order::OrderSaga;
 use crate::{catalog, inventory, order, ShopDb};
 
-/// What the request handlers share: the database and the outbox handle.
+/// What the request handlers share: the database, the messaging runtime and the order
+/// saga's definition.
 #[derive(Clone)]
 pub struct AppState<D: ShopDb> {
     /// The database (also bandeja's store).
     pub db: D,
-    /// Writes events through the caller's transaction, with the runtime's rules.
-    pub outbox: Outbox<D>,
+    /// The runtime: its outbox writes events through the caller's transaction, and it
+    /// starts the order saga (registered on it when the process runs the order module).
+    pub bandeja: Bandeja<D>,
+    /// The order saga.
+    pub saga: Saga<OrderSaga>,
 }
 
 impl<D: ShopDb> AppState<D> {
-    /// The state on `db`, emitting through `outbox` (the runtime's, `bandeja.outbox()`).
-    pub fn new(db: D, outbox: Outbox<D>) -> Self {
-        AppState { db, outbox }
+    /// The state on `db` with the runtime `bandeja` and the order saga `saga`.
+    pub fn new(db: D, bandeja: Bandeja<D>, saga: Saga<OrderSaga>) -> Self {
+        AppState { db, bandeja, saga }
     }
 }
 

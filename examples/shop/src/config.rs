@@ -14,7 +14,8 @@ use bandeja_http::HttpOptions;
 /// handler is not taken over by another worker.
 const LEASE_MARGIN: Duration = Duration::from_secs(10);
 
-/// Parses `SHOP_NOTIFICATION_DELAY` / `--notification-delay`: `20s`, `500ms`, `PT20S`.
+/// Parses `SHOP_NOTIFICATION_DELAY` / `--notification-delay` (and `SHOP_STEP_DELAY`):
+/// `20s`, `500ms`, `PT20S`.
 pub fn parse_delay(text: &str) -> Result<Duration, String> {
     parse_duration(text)
 }
@@ -22,17 +23,28 @@ pub fn parse_delay(text: &str) -> Result<Duration, String> {
 /// The shop's settings before the environment: workers start after 1 s and poll every
 /// second (commits wake them at once anyway). With a notification delay, the events
 /// inbox lease (`lock-at-most-for`) is the delay plus 10 s and the handler timeout at least
-/// that, so the slow handler is neither taken over nor cut while it waits.
-pub fn shop_defaults(notification_delay: Duration) -> Config {
+/// that, so the slow handler is neither taken over nor cut while it waits; a step delay
+/// (`SHOP_STEP_DELAY`) does the same for the commands inbox, where the saga's steps run.
+pub fn shop_defaults(notification_delay: Duration, step_delay: Duration) -> Config {
     let mut config = Config::default();
-    for group in [&mut config.events_outbox, &mut config.events_inbox] {
+    for group in [
+        &mut config.events_outbox,
+        &mut config.events_inbox,
+        &mut config.commands_outbox,
+        &mut config.commands_inbox,
+    ] {
         group.polling_initial_delay = Duration::from_secs(1);
         group.polling_interval = Duration::from_secs(1);
     }
-    if !notification_delay.is_zero() {
-        let inbox = &mut config.events_inbox;
-        inbox.lock_at_most_for = notification_delay.saturating_add(LEASE_MARGIN);
-        inbox.handler_timeout = inbox.handler_timeout.max(inbox.lock_at_most_for);
+    for (inbox, delay) in [
+        (&mut config.events_inbox, notification_delay),
+        (&mut config.commands_inbox, step_delay),
+    ] {
+        if !delay.is_zero() {
+            let lease = delay.saturating_add(LEASE_MARGIN);
+            inbox.lock_at_most_for = lease;
+            inbox.handler_timeout = inbox.handler_timeout.max(inbox.lock_at_most_for);
+        }
     }
     config
 }
@@ -42,9 +54,10 @@ pub fn shop_defaults(notification_delay: Duration) -> Config {
 /// variable or a bad value is an error naming it (and the file).
 pub fn bandeja_config(
     notification_delay: Duration,
+    step_delay: Duration,
     file: Option<&Path>,
 ) -> Result<Config, ConfigError> {
-    shop_defaults(notification_delay).load_over(file)
+    shop_defaults(notification_delay, step_delay).load_over(file)
 }
 
 /// The options of the admin endpoints (`/admin/…`, see the README): the stuck threshold
@@ -65,7 +78,7 @@ mod tests {
 
     #[test]
     fn a_notification_delay_stretches_the_inbox_lease() {
-        let plain = shop_defaults(Duration::ZERO);
+        let plain = shop_defaults(Duration::ZERO, Duration::ZERO);
         assert_eq!(
             plain.events_inbox.lock_at_most_for,
             Config::default().events_inbox.lock_at_most_for
@@ -74,9 +87,19 @@ mod tests {
             plain.events_inbox.polling_initial_delay,
             Duration::from_secs(1)
         );
-        let slow = shop_defaults(Duration::from_secs(20));
+        let slow = shop_defaults(Duration::from_secs(20), Duration::ZERO);
         assert_eq!(slow.events_inbox.lock_at_most_for, Duration::from_secs(30));
         assert!(slow.events_inbox.handler_timeout >= Duration::from_secs(30));
         assert!(slow.validate().is_ok());
+        let slow_steps = shop_defaults(Duration::ZERO, Duration::from_secs(15));
+        assert_eq!(
+            slow_steps.commands_inbox.lock_at_most_for,
+            Duration::from_secs(25)
+        );
+        assert_eq!(
+            slow_steps.events_inbox.lock_at_most_for,
+            plain.events_inbox.lock_at_most_for
+        );
+        assert!(slow_steps.validate().is_ok());
     }
 }

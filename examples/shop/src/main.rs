@@ -12,8 +12,9 @@ use clap::Parser;
 use shop::messaging::Service;
 use shop::server::{self, AdminSettings, NatsSettings, Settings, StartError};
 
-/// The bandeja shop example: order, inventory and notification modules exchanging events
-/// through a transactional outbox and idempotent inboxes.
+/// The bandeja shop example: order, billing, inventory, shipping and notification modules
+/// exchanging an event and an orchestrated saga's commands through a transactional outbox
+/// and idempotent inboxes.
 #[derive(Debug, Parser)]
 #[command(name = "shop", version)]
 struct Args {
@@ -29,12 +30,23 @@ struct Args {
     #[arg(long, env = "SHOP_NOTIFICATION_DELAY", value_parser = shop::config::parse_delay)]
     notification_delay: Option<Duration>,
 
+    /// Pause of the saga step handlers (charge, refund, reserve, release, dispatch) before
+    /// they write, e.g. `300ms` (the saga crash tests' window).
+    #[arg(long, env = "SHOP_STEP_DELAY", value_parser = shop::config::parse_delay)]
+    step_delay: Option<Duration>,
+
+    /// Append one line per run of a saga step handler to this file, outside the handler's
+    /// transaction (a run cut short by a kill is still there).
+    #[arg(long, env = "SHOP_RUN_LOG", value_name = "FILE")]
+    run_log: Option<PathBuf>,
+
     /// Which part of the shop to run: `all` (one process), or one service (`order`,
-    /// `inventory`, `notification`) with its own database, meeting the others on NATS.
+    /// `billing`, `inventory`, `shipping`, `notification`) with its own database, meeting
+    /// the others on NATS.
     #[arg(long, env = "SHOP_SERVICE", value_enum, default_value = "all")]
     service: Service,
 
-    /// NATS server the services exchange events through (JetStream), e.g.
+    /// NATS server the services exchange events and the saga's commands through (JetStream), e.g.
     /// `nats://127.0.0.1:4222`. Without it, the in-process transport.
     #[arg(long, env = "SHOP_NATS_URL")]
     nats: Option<String>,
@@ -85,6 +97,8 @@ async fn run(args: Args) -> Result<(), StartError> {
     let settings = Settings {
         listen: args.listen,
         notification_delay: args.notification_delay.unwrap_or(Duration::ZERO),
+        step_delay: args.step_delay.unwrap_or(Duration::ZERO),
+        run_log: args.run_log,
         service: args.service,
         config: args.config,
         nats: args.nats.map(|url| NatsSettings {

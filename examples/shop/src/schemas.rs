@@ -5,12 +5,23 @@
 
 use bandeja::schema::{SchemaError, SchemaRegistry, SchemaSnapshot};
 
-use crate::order::OrderConfirmed;
+use crate::billing::{ChargePayment, RefundPayment};
+use crate::inventory::{ReleaseStock, ReserveStock};
+use crate::order::{OrderConfirmed, OrderConfirmedV1};
+use crate::shipping::DispatchShipment;
 
-/// Every payload type of the shop. An old version kept for stored rows is registered
-/// too, as its own type with the same `TYPE` and its `VERSION` (`OrderConfirmedV1`).
+/// Every payload type of the shop: the event and the order saga's commands. An old
+/// version kept for stored rows is registered too, as its own type with the same `TYPE`
+/// and its `VERSION` (`OrderConfirmedV1`).
 pub fn registry() -> SchemaRegistry {
-    SchemaRegistry::new().register::<OrderConfirmed>()
+    SchemaRegistry::new()
+        .register::<OrderConfirmedV1>()
+        .register::<OrderConfirmed>()
+        .register::<ChargePayment>()
+        .register::<RefundPayment>()
+        .register::<ReserveStock>()
+        .register::<ReleaseStock>()
+        .register::<DispatchShipment>()
 }
 
 /// The snapshot of [`registry`].

@@ -18,8 +18,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::app::{self, AppState};
-use crate::messaging::Service;
-use crate::{config, db, messaging, ShopDb};
+use crate::messaging::{Handlers, Service};
+use crate::steps::StepRuns;
+use crate::{config, db, messaging, order, ShopDb};
 
 /// A startup failure (the message says what failed).
 pub type StartError = Box<dyn std::error::Error + Send + Sync>;
@@ -31,6 +32,12 @@ pub struct Settings {
     pub listen: String,
     /// Pause of the notification handler before it writes (the crash demo's window).
     pub notification_delay: Duration,
+    /// Pause of the saga step handlers before they write (`SHOP_STEP_DELAY`: the window of
+    /// the saga crash tests).
+    pub step_delay: Duration,
+    /// File the step handlers append a line to per run, outside their transactions
+    /// (`SHOP_RUN_LOG`).
+    pub run_log: Option<PathBuf>,
     /// Which part of the shop this process runs.
     pub service: Service,
     /// bandeja's configuration file (`--config`, `BANDEJA_CONFIG`), if any.
@@ -80,8 +87,12 @@ pub struct NatsSettings {
 /// gracefully. Prints `shop listening on http://ADDR` on stdout once it accepts requests,
 /// then `shop admin on http://ADDR/admin` (or the admin address).
 pub async fn run<D: ShopDb + Admin>(db: D, settings: Settings) -> Result<(), StartError> {
-    let config = config::bandeja_config(settings.notification_delay, settings.config.as_deref())
-        .map_err(|e| e.full_message())?;
+    let config = config::bandeja_config(
+        settings.notification_delay,
+        settings.step_delay,
+        settings.config.as_deref(),
+    )
+    .map_err(|e| e.full_message())?;
     db.migrate()
         .await
         .map_err(|e| format!("migrating bandeja's boxes: {e}"))?;
@@ -109,12 +120,21 @@ pub async fn run<D: ShopDb + Admin>(db: D, settings: Settings) -> Result<(), Sta
         }
         None => None,
     };
+    let saga = order::order_saga()?;
+    let handlers = Handlers {
+        notification_delay: settings.notification_delay,
+        steps: StepRuns {
+            delay: settings.step_delay,
+            log: settings.run_log.clone(),
+        },
+    };
     let bandeja = messaging::bandeja(
         db.clone(),
         config,
-        settings.notification_delay,
+        &handlers,
         settings.service,
         transport,
+        &saga,
     )?;
     let listener = TcpListener::bind(&settings.listen)
         .await
@@ -150,7 +170,7 @@ pub async fn run<D: ShopDb + Admin>(db: D, settings: Settings) -> Result<(), Sta
     }
     // The runtime's store: it knows the completion modes (outbox replay needs them).
     let admin = bandeja_http::router(bandeja.store().clone(), options);
-    let app = app::router(AppState::new(db, bandeja.outbox()), settings.service);
+    let app = app::router(AppState::new(db, bandeja.clone(), saga), settings.service);
     let (app, admin, admin_base) = match admin_listener {
         None => (
             // `/admin` is the dashboard; `/admin/` (which `nest` leaves out) leads there.
@@ -166,7 +186,7 @@ pub async fn run<D: ShopDb + Admin>(db: D, settings: Settings) -> Result<(), Sta
     };
     println!("shop listening on http://{address}");
     announce_admin(admin_base, generated.then_some(token.as_str()));
-    tracing::info!(%address, service = settings.service.name(), nats = settings.nats.as_ref().map(|n| n.url.as_str()), notification_delay = ?settings.notification_delay, "shop started");
+    tracing::info!(%address, service = settings.service.name(), nats = settings.nats.as_ref().map(|n| n.url.as_str()), notification_delay = ?settings.notification_delay, step_delay = ?settings.step_delay, "shop started");
 
     // Until Ctrl-C or SIGTERM: the servers stop taking requests and finish those in
     // flight, then the workers stop gracefully.

@@ -1,7 +1,8 @@
 //! The shop binary's admin endpoints (bandeja-http mounted under `/admin`, or on an address
 //! of their own): after an order is handled, `/admin/health/live` and `/admin/health/ready`
 //! are UP and `/admin/metrics` is one valid exposition (`promtool check metrics`) with the
-//! handled counters and the commit→handled latency histogram of each subscriber; admin
+//! handled counters (the event's subscriber, the saga's steps) and the commit→handled
+//! latency histogram of the event's subscriber; admin
 //! actions and listings need the token.
 
 mod common;
@@ -85,7 +86,7 @@ async fn the_admin_endpoints_show_health_and_the_metrics_of_a_handled_order() {
     place_order(&client, &shop, "alice", &[("MS-001", 1)]).await;
 
     let metrics = wait_for(
-        "both subscribers to have handled the order",
+        "notification and the saga's steps to have handled the order",
         WAIT,
         || async {
             let (status, text) = get(&client, &shop.url("/admin/metrics"), None).await;
@@ -98,7 +99,8 @@ async fn the_admin_endpoints_show_health_and_the_metrics_of_a_handled_order() {
                 )
                 .is_some_and(|n| n > 0.0)
             };
-            (handled("inventory") && handled("notification")).then_some(text)
+            let steps = ["billing-charge", "inventory-reserve", "shipping-dispatch"];
+            (steps.into_iter().all(handled) && handled("notification")).then_some(text)
         },
     )
     .await;
@@ -110,7 +112,7 @@ async fn the_admin_endpoints_show_health_and_the_metrics_of_a_handled_order() {
     let labels = [
         "box=\"inbox_events\"",
         "type=\"shop.order.OrderConfirmed\"",
-        "subscriber=\"inventory\"",
+        "subscriber=\"notification\"",
     ];
     let count = sample(&metrics, "bandeja_commit_to_handled_seconds_count", &labels);
     assert!(count.is_some_and(|n| n >= 1.0), "{metrics}");

@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{inbox_row, open_sqlite, order_id, place_order, stock, wait_for, Shop, TempDir};
+use common::{
+    inbox_row, open_sqlite, order_id, place_order, stock, wait_for, wait_for_status, Shop, TempDir,
+};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -125,8 +127,8 @@ fn a_config_file_with_a_bad_duration_stops_the_shop_naming_the_key_and_the_file(
 
 /// The notification handler waits 10 s before writing; the file, in the seed's names,
 /// cuts each attempt at 1 s and allows no retry: the notification row is FAILED after one
-/// attempt (with the shop's defaults it would wait the 10 s and complete), while the fast
-/// inventory handler completes.
+/// attempt (with the shop's defaults it would wait the 10 s and complete), while the
+/// order's saga (commands, which the file leaves alone) completes and takes the stock.
 #[tokio::test]
 async fn a_good_config_file_in_the_seeds_names_takes_effect() {
     let dir = TempDir::new("config-good");
@@ -177,11 +179,6 @@ async fn a_good_config_file_in_the_seeds_names_takes_effect() {
     .expect("read last_error");
     let error = error.unwrap_or_default();
     assert!(error.contains("handler timed out after PT1S"), "{error}");
-    wait_for("the inventory row to complete", WAIT, || async {
-        inbox_row(&db, id, "inventory")
-            .await
-            .filter(|(status, _)| status == "COMPLETED")
-    })
-    .await;
+    wait_for_status(&client, &shop, id, "COMPLETED", WAIT).await;
     assert_eq!(stock(&client, &shop, "MS-001").await, before - 1);
 }

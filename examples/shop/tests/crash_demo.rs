@@ -1,13 +1,14 @@
 //! The crash demo, automated: `kill -9` while the notification handler is in the middle of
-//! its work, restart on the same SQLite file, and check that nothing was lost and nothing
-//! was applied twice.
+//! its work (the order's saga has already charged, reserved and shipped it), restart on the
+//! same SQLite file, and check that nothing was lost and nothing was applied twice.
 
 mod common;
 
 use std::time::Duration;
 
 use common::{
-    inbox_row, open_sqlite, order_id, place_order, rows_for_order, stock, wait_for, Shop, TempDir,
+    get_order, inbox_row, open_sqlite, order_id, place_order, rows_for_order, stock, wait_for,
+    Shop, TempDir,
 };
 
 /// The demo's settings: a 5 s pause in the notification handler (the window for the kill)
@@ -18,7 +19,7 @@ const ENV: [(&str, &str); 2] = [
 ];
 
 #[tokio::test]
-async fn a_killed_listener_resumes_after_restart_and_the_other_is_not_run_again() {
+async fn a_killed_listener_resumes_after_restart_and_the_saga_is_not_run_again() {
     let dir = TempDir::new("crash-demo");
     let database = dir.sqlite_url("shop.db");
     let log = dir.path().join("shop.log");
@@ -30,14 +31,15 @@ async fn a_killed_listener_resumes_after_restart_and_the_other_is_not_run_again(
     let id = order_id(&order);
     let db = open_sqlite(&database).await;
 
-    // Inventory has finished, notification is in the middle of its pause.
+    // The saga has finished (charged, reserved, shipped), notification is in the middle of
+    // its pause.
     wait_for(
-        "inventory COMPLETED and notification PROCESSING",
+        "the saga COMPLETED and notification PROCESSING",
         Duration::from_secs(20),
         || async {
-            let inventory = inbox_row(&db, id, "inventory").await?;
             let notification = inbox_row(&db, id, "notification").await?;
-            (inventory.0 == "COMPLETED" && notification.0 == "PROCESSING").then_some(())
+            let order = get_order(&client, &shop, id).await;
+            (order["status"] == "COMPLETED" && notification.0 == "PROCESSING").then_some(())
         },
     )
     .await;
@@ -90,13 +92,29 @@ async fn a_killed_listener_resumes_after_restart_and_the_other_is_not_run_again(
         "exactly one email"
     );
 
-    // Inventory was not processed again: one movement, stock taken once.
-    assert_eq!(
-        inbox_row(&db, id, "inventory").await,
-        Some(("COMPLETED".to_owned(), 0))
-    );
-    assert_eq!(rows_for_order(&db, "stock_movements", id).await, 1);
+    // The saga was not run again: one charge, one movement (stock taken once), one
+    // shipment, every command handled once and COMPLETED.
+    assert_eq!(get_order(&client, &shop, id).await["status"], "COMPLETED");
+    for table in ["charges", "stock_movements", "shipments"] {
+        assert_eq!(rows_for_order(&db, table, id).await, 1, "{table}");
+    }
+    assert_eq!(rows_for_order(&db, "refunds", id).await, 0);
     assert_eq!(stock(&client, &shop, "KB-001").await, before - 1);
+    let commands: Vec<(String, String)> =
+        sqlx::query_as("SELECT subscriber, status FROM inbox_commands ORDER BY seq")
+            .fetch_all(&db)
+            .await
+            .expect("read inbox_commands");
+    let expected = [
+        "billing-charge",
+        "bandeja-sagas",
+        "inventory-reserve",
+        "bandeja-sagas",
+        "shipping-dispatch",
+        "bandeja-sagas",
+    ]
+    .map(|s| (s.to_owned(), "COMPLETED".to_owned()));
+    assert_eq!(commands, expected, "each step and each reply handled once");
 
     // No row lost: the outbox event was relayed, one inbox row per subscriber.
     let outbox: Vec<(String, String)> =
@@ -114,7 +132,6 @@ async fn a_killed_listener_resumes_after_restart_and_the_other_is_not_run_again(
     .fetch_all(&db)
     .await
     .expect("read inbox_events");
-    let expected = [("inventory", "COMPLETED"), ("notification", "COMPLETED")]
-        .map(|(s, st)| (s.to_owned(), st.to_owned()));
+    let expected = [("notification".to_owned(), "COMPLETED".to_owned())];
     assert_eq!(inbox, expected);
 }

@@ -1,7 +1,8 @@
 //! The HTTP API on SQLite, with the router called in process (`oneshot`) and bandeja's
-//! workers running in the test: the happy path end to end (order → stock taken, email
-//! recorded), a shortage, unknown resources (404) and bad requests (4xx with a JSON error,
-//! nothing written).
+//! workers running in the test: the order saga's happy path end to end (order → charged,
+//! reserved, shipped once each, COMPLETED; email recorded), a shortage after payment (the
+//! charge refunded, COMPENSATED), unknown resources (404) and bad requests (4xx with a
+//! JSON error, nothing written).
 
 mod common;
 
@@ -11,34 +12,46 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use common::in_process::App;
-use common::{count_rows, inbox_row, order_id, rows_for_order, wait_for};
+use common::{count_rows, order_id, rows_for_order, wait_for};
 
 const WAIT: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_order_is_stored_read_back_takes_stock_and_sends_one_email() {
+async fn an_order_is_charged_reserved_and_shipped_once_by_its_saga_and_sends_one_email() {
     let app = App::start("http-order", Duration::ZERO).await;
 
     let before = app.stock("MS-001").await;
     let order = app.place_order("alice", &[("MS-001", 3)]).await;
     let id = order_id(&order);
     assert_eq!(order["customer"], "alice");
-    assert_eq!(order["status"], "CONFIRMED");
+    assert_eq!(order["status"], "PROCESSING", "{order}");
+    assert_eq!(order["step"], "charge", "{order}");
+    assert!(order["saga_id"].is_string(), "{order}");
     assert_eq!(order["total"], "89.70");
     assert_eq!(
         order["lines"],
         json!([{ "sku": "MS-001", "product_name": "Wireless mouse", "quantity": 3, "unit_price": "29.90" }])
     );
-    let (status, fetched) = app.get(&format!("/orders/{id}")).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(fetched, order);
 
-    let after = wait_for("the stock of MS-001 to go down", WAIT, || async {
-        let now = app.stock("MS-001").await;
-        (now != before).then_some(now)
-    })
-    .await;
-    assert_eq!(after, before - 3);
+    let done = app.wait_for_status(id, "COMPLETED", WAIT).await;
+    assert_eq!(done["step"], "ship", "{done}");
+    assert_eq!(done["saga_id"], order["saga_id"]);
+    assert_eq!(done["lines"], order["lines"]);
+    assert!(done.get("reason").is_none(), "{done}");
+
+    // Each step applied once: one charge of the total, stock taken once, one shipment.
+    let charged: Vec<(i64,)> =
+        sqlx::query_as("SELECT amount_cents FROM charges WHERE order_id = ?")
+            .bind(id)
+            .fetch_all(app.pool())
+            .await
+            .expect("the charges");
+    assert_eq!(charged, [(8970,)]);
+    assert_eq!(rows_for_order(app.pool(), "refunds", id).await, 0);
+    assert_eq!(app.stock("MS-001").await, before - 3);
+    assert_eq!(rows_for_order(app.pool(), "stock_movements", id).await, 1);
+    assert_eq!(rows_for_order(app.pool(), "shipments", id).await, 1);
+
     wait_for("the confirmation email", WAIT, || async {
         (rows_for_order(app.pool(), "sent_emails", id).await == 1).then_some(())
     })
@@ -57,27 +70,46 @@ async fn an_order_is_stored_read_back_takes_stock_and_sends_one_email() {
     );
 }
 
-/// A shortage is accepted and logged by inventory, which completes without taking stock.
+/// A shortage at `reserve` is refused: the saga refunds the charge (a refund row beside
+/// the charge row), takes no stock (not even of the line in stock: all or none) and ships
+/// nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shortage_is_accepted_and_inventory_completes_without_taking_stock() {
+async fn a_shortage_after_payment_refunds_the_charge_and_takes_no_stock() {
     let app = App::start("http-shortage", Duration::ZERO).await;
 
-    let shortage = order_id(&app.place_order("bob", &[("HD-001", 1)]).await);
-    wait_for(
-        "the inventory row of the shortage COMPLETED",
-        WAIT,
-        || async {
-            inbox_row(app.pool(), shortage, "inventory")
-                .await
-                .filter(|row| row.0 == "COMPLETED")
-        },
-    )
-    .await;
-    assert_eq!(app.stock("HD-001").await, 0);
-    assert_eq!(
-        rows_for_order(app.pool(), "stock_movements", shortage).await,
-        0
+    let mice = app.stock("MS-001").await;
+    let order = app
+        .place_order("bob", &[("MS-001", 1), ("HD-001", 1)])
+        .await;
+    let id = order_id(&order);
+    let ended = app.wait_for_status(id, "COMPENSATED", WAIT).await;
+    let reason = ended["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("HD-001 (requested 1, available 0)"),
+        "the reason names the sku, requested and available: {ended}"
     );
+
+    let charges: Vec<(i64, i64)> =
+        sqlx::query_as("SELECT id, amount_cents FROM charges WHERE order_id = ?")
+            .bind(id)
+            .fetch_all(app.pool())
+            .await
+            .expect("the charges");
+    let refunds: Vec<(i64, i64)> =
+        sqlx::query_as("SELECT charge_id, amount_cents FROM refunds WHERE order_id = ?")
+            .bind(id)
+            .fetch_all(app.pool())
+            .await
+            .expect("the refunds");
+    assert_eq!(charges, [(charges[0].0, 7980)], "one charge, kept");
+    assert_eq!(
+        refunds, charges,
+        "one refund of that charge, for its amount"
+    );
+    assert_eq!(app.stock("HD-001").await, 0);
+    assert_eq!(app.stock("MS-001").await, mice, "all lines or none");
+    assert_eq!(rows_for_order(app.pool(), "stock_movements", id).await, 0);
+    assert_eq!(rows_for_order(app.pool(), "shipments", id).await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -97,6 +129,7 @@ async fn bad_requests_answer_4xx_with_a_json_error_and_write_nothing() {
 
     let orders = count_rows(app.pool(), "orders").await;
     let outbox = count_rows(app.pool(), "outbox_events").await;
+    let sagas = count_rows(app.pool(), "sagas").await;
     let item = |sku: &str, quantity: i64| json!({ "sku": sku, "quantity": quantity });
     let bad_bodies = [
         (
@@ -155,6 +188,11 @@ async fn bad_requests_answer_4xx_with_a_json_error_and_write_nothing() {
         count_rows(app.pool(), "outbox_events").await,
         outbox,
         "no event written"
+    );
+    assert_eq!(
+        count_rows(app.pool(), "sagas").await,
+        sagas,
+        "no saga started"
     );
 }
 

@@ -47,6 +47,7 @@ async fn emit_backlog(database_url: &str) {
                         customer: "backlog".to_owned(),
                         lines: Vec::new(),
                         total: Money::from_cents(0),
+                        currency: "EUR".to_owned(),
                         confirmed_at: Utc::now(),
                     },
                 );

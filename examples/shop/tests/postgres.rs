@@ -1,5 +1,6 @@
 //! The happy path on PostgreSQL: a fresh database per run, the shop binary against it,
-//! an order → stock taken, email recorded. Without a reachable server the test prints a
+//! an order → charged, stock reserved, shipped (its saga COMPLETED), email recorded; and a
+//! shortage → the charge refunded (COMPENSATED). Without a reachable server the test prints a
 //! notice and passes, except under `CI=true`, where it fails saying how to start one.
 #![cfg(feature = "postgres")]
 
@@ -10,7 +11,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnection, PgPool};
 use sqlx::Connection;
 
-use common::{order_id, place_order, stock, wait_for, Shop, TempDir};
+use common::{order_id, place_order, stock, wait_for, wait_for_status, Shop, TempDir};
 
 /// Where the test creates its database (override with `SHOP_TEST_POSTGRES_URL`).
 const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -131,20 +132,48 @@ async fn the_shop_runs_on_postgresql() {
     })
     .await;
     assert_eq!(subject, format!("Order #{id} confirmed"));
-    let statuses: Vec<(String, String)> = wait_for("both inbox rows COMPLETED", WAIT, || async {
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT subscriber, status FROM bandeja.inbox_events
-             WHERE aggregate_id = $1 ORDER BY subscriber",
+    wait_for_status(&client, &shop, id, "COMPLETED", WAIT).await;
+    let status: String = wait_for("the notification row COMPLETED", WAIT, || async {
+        sqlx::query_scalar(
+            "SELECT status FROM bandeja.inbox_events WHERE aggregate_id = $1 AND subscriber = 'notification'",
         )
         .bind(id.to_string())
-        .fetch_all(&db)
+        .fetch_optional(&db)
         .await
-        .expect("read bandeja.inbox_events");
-        (rows.len() == 2 && rows.iter().all(|row| row.1 == "COMPLETED")).then_some(rows)
+        .expect("read bandeja.inbox_events")
+        .filter(|status: &String| status == "COMPLETED")
     })
     .await;
-    let subscribers: Vec<&str> = statuses.iter().map(|row| row.0.as_str()).collect();
-    assert_eq!(subscribers, ["inventory", "notification"]);
+    assert_eq!(status, "COMPLETED");
+    let count = |table: &'static str, order: i64| {
+        let db = db.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(&format!(
+                "SELECT count(*) FROM {table} WHERE order_id = $1"
+            ))
+            .bind(order)
+            .fetch_one(&db)
+            .await
+            .expect("count rows")
+        }
+    };
+    for table in ["charges", "stock_movements", "shipments"] {
+        assert_eq!(count(table, id).await, 1, "{table}");
+    }
+
+    let short = order_id(&place_order(&client, &shop, "dave", &[("HD-001", 1)]).await);
+    let ended = wait_for_status(&client, &shop, short, "COMPENSATED", WAIT).await;
+    assert!(
+        ended["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("HD-001"),
+        "{ended}"
+    );
+    assert_eq!(count("charges", short).await, 1);
+    assert_eq!(count("refunds", short).await, 1);
+    assert_eq!(count("stock_movements", short).await, 0);
+    assert_eq!(count("shipments", short).await, 0);
 
     db.close().await;
     drop(shop); // the child exits before the database is dropped

@@ -14,7 +14,7 @@
 use std::future::Future;
 use std::ops::DerefMut;
 
-use bandeja::Store;
+use bandeja::{SagaStore, Store};
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
@@ -91,8 +91,9 @@ pub trait Sql: Send + Sized {
     ) -> impl Future<Output = Result<Vec<R>, sqlx::Error>> + Send;
 }
 
-/// bandeja's store as the shop uses it: its connections run the shop's SQL ([`Sql`]).
-pub trait ShopDb: Store<Conn: Sql> {
+/// bandeja's store as the shop uses it: its connections run the shop's SQL ([`Sql`]), and it
+/// keeps the sagas' state ([`SagaStore`]: the order saga, read back by `GET /orders/{id}`).
+pub trait ShopDb: Store<Conn: Sql> + SagaStore {
     /// The DDL dialect.
     const DIALECT: Dialect;
 
@@ -169,7 +170,9 @@ pub async fn migrate<D: ShopDb>(db: &D) -> Result<(), sqlx::Error> {
     let modules = [
         crate::catalog::SCHEMA,
         crate::order::SCHEMA,
+        crate::billing::SCHEMA,
         crate::inventory::SCHEMA,
+        crate::shipping::SCHEMA,
         crate::notification::SCHEMA,
     ];
     for statement in modules.into_iter().flatten() {

@@ -1,21 +1,33 @@
-//! The inventory module: the units in stock. It reacts to
-//! [`OrderConfirmed`](crate::order::OrderConfirmed) by taking the ordered units out of
-//! stock ([`InventoryHandler`]) and answers `GET /stock/{sku}`.
+//! The inventory module: the units in stock. It does the order saga's `reserve` step
+//! ([`ReserveHandler`]: all of an order's lines or none; a shortage is refused) and its
+//! compensation ([`ReleaseHandler`]: the units go back), and answers `GET /stock/{sku}`.
 //!
-//! Owns the `stock` and `stock_movements` tables (one movement per line taken, with the
-//! order id: the proof that stock was taken once).
+//! Owns the `stock`, `stock_movements` and `inventory_steps` tables: one movement per
+//! line reserved, with the order id (the proof that stock was taken once), and one per
+//! line released (a negative quantity: units back; the reservation's rows stay); the last
+//! table is the step ledger ([`crate::steps::Ledger`]).
 
-mod handler;
+mod command;
 pub mod http;
+mod release;
 mod repository;
+mod reserve;
 
-pub use handler::InventoryHandler;
+pub use command::{ReleaseStock, ReserveStock, StockLine};
+pub use release::ReleaseHandler;
 pub use repository::stock_of;
+pub use reserve::ReserveHandler;
 
 use crate::db::Sql;
+use crate::steps::Ledger;
 
-/// The subscriber name of [`InventoryHandler`] (the `subscriber` column of its inbox rows).
-pub const SUBSCRIBER: &str = "inventory";
+/// The subscriber name of [`ReserveHandler`].
+pub const RESERVE_SUBSCRIBER: &str = "inventory-reserve";
+/// The subscriber name of [`ReleaseHandler`].
+pub const RELEASE_SUBSCRIBER: &str = "inventory-release";
+
+/// The step ledger of inventory.
+pub(crate) const LEDGER: Ledger = Ledger::new("inventory_steps");
 
 /// The tables of this module (DDL templates, see [`crate::db::Dialect::ddl`]).
 pub const SCHEMA: &[&str] = &[
@@ -31,6 +43,7 @@ pub const SCHEMA: &[&str] = &[
         taken_at {timestamp} NOT NULL
     )",
     "CREATE INDEX IF NOT EXISTS stock_movements_order ON stock_movements (order_id)",
+    crate::step_ledger_ddl!("inventory_steps"),
 ];
 
 /// The initial stock: sku, units. MS-001 has a million so load tests never run out;

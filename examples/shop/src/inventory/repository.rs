@@ -6,6 +6,7 @@ use crate::db::{ShopDb, Sql};
 
 const TAKE: &str = "UPDATE stock SET available = available - $1
     WHERE sku = $2 AND available >= $1 RETURNING available";
+const PUT_BACK: &str = "UPDATE stock SET available = available + $1 WHERE sku = $2";
 const AVAILABLE: &str = "SELECT available FROM stock WHERE sku = $1";
 const MOVEMENT: &str = "INSERT INTO stock_movements (order_id, sku, quantity, taken_at)
     VALUES ($1, $2, $3, $4)";
@@ -13,8 +14,7 @@ const SEED: &str =
     "INSERT INTO stock (sku, available) VALUES ($1, $2) ON CONFLICT (sku) DO NOTHING";
 
 /// Takes `quantity` units of `sku` if that many are available; returns the units left,
-/// or `None` (nothing changed) on a shortage or an unknown sku. A write first, so a
-/// SQLite handler transaction takes the write lock here instead of failing to upgrade.
+/// or `None` (nothing changed) on a shortage or an unknown sku.
 pub(super) async fn take(
     conn: &mut impl Sql,
     sku: &str,
@@ -26,6 +26,15 @@ pub(super) async fn take(
     Ok(row.map(|(left,)| left))
 }
 
+/// Puts `quantity` units of `sku` back into stock (a released reservation).
+pub(super) async fn put_back(
+    conn: &mut impl Sql,
+    sku: &str,
+    quantity: i64,
+) -> Result<(), sqlx::Error> {
+    conn.execute(PUT_BACK, &[quantity.into(), sku.into()]).await
+}
+
 /// Units of `sku` available, read through `conn` (`None`: not tracked).
 pub(super) async fn available_in(
     conn: &mut impl Sql,
@@ -35,7 +44,8 @@ pub(super) async fn available_in(
     Ok(row.map(|(available,)| available))
 }
 
-/// Records that `quantity` units of `sku` left the stock for order `order_id`.
+/// Records that `quantity` units of `sku` left the stock for order `order_id` (a negative
+/// quantity: came back).
 pub(super) async fn record_movement(
     conn: &mut impl Sql,
     order_id: i64,

@@ -28,9 +28,10 @@ impl Email {
             recipient: format!("{}@example.com", order.customer),
             subject: format!("Order #{} confirmed", order.order_id),
             body: format!(
-                "Thanks for your order: {}. Total: {} EUR.",
+                "Thanks for your order: {}. Total: {} {}.",
                 items.join(", "),
-                order.total
+                order.total,
+                order.currency
             ),
         }
     }
@@ -57,6 +58,7 @@ mod tests {
                 line("MS-001", "Wireless mouse", 2),
             ],
             total: Money::from_cents(14970),
+            currency: "EUR".into(),
             confirmed_at: chrono::Utc::now(),
         };
         let email = Email::confirmation(&order);

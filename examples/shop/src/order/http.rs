@@ -9,8 +9,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::command::PlaceOrder;
-use super::model::{Order, OrderLine, OrderStatus};
-use super::service::{self, PlaceOrderError};
+use super::model::{Order, OrderLine};
+use super::progress::Progress;
+use super::service::{self, FindOrderError, PlaceOrderError};
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::money::Money;
@@ -23,8 +24,10 @@ pub struct OrderView<'a> {
     pub id: i64,
     /// Who ordered.
     pub customer: &'a str,
-    /// Its status.
-    pub status: OrderStatus,
+    /// Where it stands: `status` (its saga's: `PROCESSING`, `COMPLETED`, `COMPENSATED`,
+    /// …), `step`, `reason`, `saga_id`.
+    #[serde(flatten)]
+    pub progress: &'a Progress,
     /// The lines.
     pub lines: &'a [OrderLine],
     /// The total.
@@ -34,11 +37,11 @@ pub struct OrderView<'a> {
 }
 
 impl<'a> OrderView<'a> {
-    fn of(id: i64, order: &'a Order) -> Self {
+    fn of(id: i64, order: &'a Order, progress: &'a Progress) -> Self {
         OrderView {
             id,
             customer: order.customer(),
-            status: order.status(),
+            progress,
             lines: order.lines(),
             total: order.total(),
             confirmed_at: order.confirmed_at(),
@@ -56,6 +59,12 @@ impl From<PlaceOrderError> for ApiError {
     }
 }
 
+impl From<FindOrderError> for ApiError {
+    fn from(error: FindOrderError) -> Self {
+        ApiError::internal(&error)
+    }
+}
+
 /// Places an order: 201 with the order and its `Location`, or a 4xx JSON error (nothing
 /// written).
 pub async fn create<D: ShopDb>(
@@ -63,18 +72,20 @@ pub async fn create<D: ShopDb>(
     body: Result<Json<PlaceOrder>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(request) = body?;
-    let order = service::place_order(&state.db, &state.outbox, request).await?;
-    let id = order
+    let placed = service::place_order(&state.db, &state.bandeja, &state.saga, request).await?;
+    let id = placed
+        .order
         .id()
         .ok_or_else(|| ApiError::internal(&"the stored order has no id"))?;
-    let mut response = (StatusCode::CREATED, Json(OrderView::of(id, &order))).into_response();
+    let view = OrderView::of(id, &placed.order, &placed.progress);
+    let mut response = (StatusCode::CREATED, Json(view)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/orders/{id}")) {
         response.headers_mut().insert(header::LOCATION, location);
     }
     Ok(response)
 }
 
-/// The order with this id, or 404.
+/// The order with this id and where it stands (its saga's status and step), or 404.
 pub async fn get<D: ShopDb>(
     State(state): State<AppState<D>>,
     id: Result<Path<i64>, PathRejection>,
@@ -83,7 +94,7 @@ pub async fn get<D: ShopDb>(
         return Err(ApiError::not_found("order ids are numbers"));
     };
     match service::find_order(&state.db, id).await? {
-        Some(order) => Ok(Json(OrderView::of(id, &order)).into_response()),
+        Some((order, progress)) => Ok(Json(OrderView::of(id, &order, &progress)).into_response()),
         None => Err(ApiError::not_found(format!("order {id} not found"))),
     }
 }

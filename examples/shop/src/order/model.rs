@@ -7,14 +7,28 @@ use bandeja::{MessageRecord, RecordedEvents};
 
 use super::command::{validate_customer, validate_lines, OrderError};
 use super::event::{ConfirmedLine, OrderConfirmed};
+use super::saga::OrderSaga;
+use crate::inventory::StockLine;
 use crate::money::Money;
 
-/// Where an order is in its life.
+/// Where an order is in its life. The `orders` row keeps `CONFIRMED` (accepted and
+/// stored); the other statuses are its saga's ([`super::Progress`]), shown by the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum OrderStatus {
-    /// Accepted and stored; the other modules are told by [`OrderConfirmed`].
+    /// Accepted and stored; the other modules are told by [`OrderConfirmed`]. What the API
+    /// shows for an order stored before the shop had sagas.
     Confirmed,
+    /// Its saga goes forward: charge, reserve, ship.
+    Processing,
+    /// A step was refused (a shortage) or timed out: the steps done are being undone.
+    Compensating,
+    /// Charged, reserved and shipped.
+    Completed,
+    /// A step failed and what was done is undone (the charge refunded, both recorded).
+    Compensated,
+    /// Needs an operator (a compensation kept failing, a step after the pivot too).
+    Failed,
 }
 
 impl OrderStatus {
@@ -22,6 +36,11 @@ impl OrderStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             OrderStatus::Confirmed => "CONFIRMED",
+            OrderStatus::Processing => "PROCESSING",
+            OrderStatus::Compensating => "COMPENSATING",
+            OrderStatus::Completed => "COMPLETED",
+            OrderStatus::Compensated => "COMPENSATED",
+            OrderStatus::Failed => "FAILED",
         }
     }
 }
@@ -128,7 +147,27 @@ impl Order {
                 })
                 .collect(),
             total: self.total,
+            currency: super::event::VERSION_1_CURRENCY.to_owned(),
             confirmed_at: self.confirmed_at,
+        }
+    }
+
+    /// The data of the order's saga (charge, reserve, ship).
+    pub(crate) fn saga_data(&self, id: i64) -> OrderSaga {
+        OrderSaga {
+            order_id: id,
+            customer: self.customer.clone(),
+            total: self.total,
+            lines: self
+                .lines
+                .iter()
+                .map(|l| StockLine {
+                    sku: l.sku.clone(),
+                    quantity: l.quantity,
+                })
+                .collect(),
+            charge_id: None,
+            shipment_id: None,
         }
     }
 

@@ -15,6 +15,9 @@ const SELECT_ORDER: &str = "SELECT customer, total_cents, confirmed_at FROM orde
 const SELECT_LINES: &str = "SELECT sku, product_name, quantity, unit_price_cents
     FROM order_lines WHERE order_id = $1 ORDER BY line_no";
 
+const INSERT_SAGA: &str = "INSERT INTO order_sagas (order_id, saga_id) VALUES ($1, $2)";
+const SELECT_SAGA: &str = "SELECT saga_id FROM order_sagas WHERE order_id = $1";
+
 type OrderRow = (String, i64, DateTime<Utc>);
 type LineRow = (String, String, i64, i64);
 
@@ -48,14 +51,29 @@ pub(super) async fn insert_line(
     conn.execute(INSERT_LINE, &params).await
 }
 
-/// The order with this id and its lines, if any.
-pub(super) async fn find_order(db: &impl ShopDb, id: i64) -> Result<Option<Order>, sqlx::Error> {
+/// Links order `order_id` to its saga.
+pub(super) async fn insert_saga(
+    conn: &mut impl Sql,
+    order_id: i64,
+    saga_id: &str,
+) -> Result<(), sqlx::Error> {
+    conn.execute(INSERT_SAGA, &[order_id.into(), saga_id.into()])
+        .await
+}
+
+/// The order with this id and its lines, if any, with its saga's id (`None`: stored
+/// before the shop had sagas).
+pub(super) async fn find_order(
+    db: &impl ShopDb,
+    id: i64,
+) -> Result<Option<(Order, Option<String>)>, sqlx::Error> {
     let mut conn = db.acquire().await?;
     let Some(row) = conn.fetch_optional(SELECT_ORDER, &[id.into()]).await? else {
         return Ok(None);
     };
     let lines = conn.fetch_all(SELECT_LINES, &[id.into()]).await?;
-    Ok(Some(restore(id, row, lines)))
+    let saga: Option<(String,)> = conn.fetch_optional(SELECT_SAGA, &[id.into()]).await?;
+    Ok(Some((restore(id, row, lines), saga.map(|(s,)| s))))
 }
 
 fn restore(id: i64, (customer, total, at): OrderRow, lines: Vec<LineRow>) -> Order {

@@ -13,7 +13,7 @@ use sqlx::SqlitePool;
 use tower::ServiceExt;
 
 use shop::app::{self, AppState};
-use shop::messaging::{self, Service};
+use shop::messaging::{self, Handlers, Service};
 
 use super::{order_body, TempDir};
 
@@ -39,24 +39,28 @@ impl App {
         shop::db::migrate(&store)
             .await
             .expect("migrate the shop's tables");
-        let config = shop::config::shop_defaults(notification_delay);
-        let bandeja = messaging::bandeja(
-            store.clone(),
-            config,
+        let config = shop::config::shop_defaults(notification_delay, Duration::ZERO);
+        let saga = shop::order::order_saga().expect("the order saga");
+        let handlers = Handlers {
             notification_delay,
-            Service::All,
-            None,
-        )
-        .expect("wire the subscribers");
-        let outbox = bandeja.outbox();
+            ..Handlers::default()
+        };
+        let bandeja =
+            messaging::bandeja(store.clone(), config, &handlers, Service::All, None, &saga)
+                .expect("wire the subscribers");
         let running = bandeja.start().await.expect("start the workers");
-        let router = app::router(AppState::new(store.clone(), outbox), Service::All);
+        let router = app::router(AppState::new(store.clone(), bandeja, saga), Service::All);
         App {
             _running: running,
             router,
             store,
             _dir: dir,
         }
+    }
+
+    /// bandeja's store on the shop's database (to emit as another producer would).
+    pub(crate) fn store(&self) -> &SqliteStore {
+        &self.store
     }
 
     /// The shop's database, to look at its tables.
@@ -113,6 +117,17 @@ impl App {
         let (status, order) = self.post_order(&order_body(customer, items)).await;
         assert_eq!(status, StatusCode::CREATED, "POST /orders: {order}");
         order
+    }
+
+    /// Waits until `GET /orders/{id}` shows `status` (for at most `timeout`); the order.
+    pub(crate) async fn wait_for_status(&self, id: i64, status: &str, timeout: Duration) -> Value {
+        let path = format!("/orders/{id}");
+        super::wait_for(&format!("order {id} {status}"), timeout, || async {
+            let (code, order) = self.get(&path).await;
+            assert_eq!(code, StatusCode::OK, "GET {path}: {order}");
+            (order["status"] == status).then_some(order)
+        })
+        .await
     }
 
     /// `GET /stock/{sku}` → available units.

@@ -205,6 +205,32 @@ pub(crate) async fn stock(client: &reqwest::Client, shop: &Shop, sku: &str) -> i
     body["available"].as_i64().expect("available units")
 }
 
+/// `GET /orders/{id}` → the order (JSON).
+pub(crate) async fn get_order(client: &reqwest::Client, shop: &Shop, id: i64) -> Value {
+    let response = client
+        .get(shop.url(&format!("/orders/{id}")))
+        .send()
+        .await
+        .expect("GET /orders/{id}");
+    assert_eq!(response.status(), 200, "GET /orders/{id}");
+    response.json().await.expect("the order as JSON")
+}
+
+/// Waits until `GET /orders/{id}` shows `status` (for at most `timeout`); the order.
+pub(crate) async fn wait_for_status(
+    client: &reqwest::Client,
+    shop: &Shop,
+    id: i64,
+    status: &str,
+    timeout: Duration,
+) -> Value {
+    wait_for(&format!("order {id} {status}"), timeout, || async {
+        let order = get_order(client, shop, id).await;
+        (order["status"] == status).then_some(order)
+    })
+    .await
+}
+
 /// A pool on an existing SQLite file (the shop's), to look at its tables.
 pub(crate) async fn open_sqlite(database_url: &str) -> SqlitePool {
     let path = database_url.trim_start_matches("sqlite://");
