@@ -69,7 +69,14 @@ impl RedisServer {
     pub fn resume(&mut self) -> Result<(), String> {
         let child = Command::new(Self::binary())
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(["--save", "", "--appendonly", "yes", "--appendfsync", "always"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ])
             .arg("--dir")
             .arg(&self.dir)
             .stdin(Stdio::null())

@@ -70,13 +70,12 @@ impl SagaStore for SqliteStore {
         // no wait) whenever another connection holds the lock: under a drain, nearly every
         // reply's move failed and was retried. `update_saga` still writes only over the
         // version read.
-        let json: Option<String> = sqlx::query_scalar(
-            "UPDATE sagas SET version = version WHERE id = ?1 RETURNING state",
-        )
-        .bind(id.to_string())
-        .fetch_optional(conn)
-        .await
-        .map_err(|e| sqlx_error("lock and read a saga", e))?;
+        let json: Option<String> =
+            sqlx::query_scalar("UPDATE sagas SET version = version WHERE id = ?1 RETURNING state")
+                .bind(id.to_string())
+                .fetch_optional(conn)
+                .await
+                .map_err(|e| sqlx_error("lock and read a saga", e))?;
         json.as_deref().map(decode).transpose()
     }
 
