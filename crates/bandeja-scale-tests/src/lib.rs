@@ -24,6 +24,7 @@
 pub mod chaos;
 pub mod fleet;
 pub mod nats_server;
+mod own_server;
 pub mod redis_server;
 pub mod saga;
 

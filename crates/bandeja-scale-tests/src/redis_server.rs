@@ -6,69 +6,41 @@
 //! restart loses the streams, which the outbox replay recovers: see the transport's
 //! tests.) Killed when dropped, and its directory removed.
 
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-use crate::nats_server::wait_for_port;
+use crate::own_server::OwnServer;
 
 /// A `redis-server` child process.
-pub struct RedisServer {
-    port: u16,
-    dir: PathBuf,
-    child: Option<Child>,
-}
+pub struct RedisServer(OwnServer);
 
 impl RedisServer {
     /// Starts a server on a free port; returns once it accepts connections.
     pub fn start() -> Result<RedisServer, String> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .map_err(|e| format!("no free port: {e}"))?;
-        let dir = std::env::temp_dir().join(format!(
-            "bandeja-redis-{port}-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-        let mut server = RedisServer {
-            port,
-            dir,
-            child: None,
-        };
+        let mut server = RedisServer(OwnServer::new("redis-server")?);
         server.resume()?;
         Ok(server)
-    }
-
-    fn binary() -> String {
-        std::env::var("REDIS_SERVER").unwrap_or_else(|_| "/usr/bin/redis-server".to_owned())
     }
 
     /// Its address, `redis://127.0.0.1:<port>`.
     #[must_use]
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("redis://127.0.0.1:{}", self.0.port())
     }
 
     /// Stops it with SIGTERM (it syncs its append-only file and closes its clients'
     /// connections); returns once the port is closed.
     pub fn stop(&mut self) -> Result<(), String> {
-        if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-            child
-                .wait()
-                .map_err(|e| format!("redis-server did not exit: {e}"))?;
-        }
-        wait_for_port(self.port, false)
+        self.0.stop(true)
     }
 
     /// Starts it again on the same port and directory (it reloads its append-only file);
     /// returns once it accepts connections.
     pub fn resume(&mut self) -> Result<(), String> {
-        let child = Command::new(Self::binary())
-            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+        let binary =
+            std::env::var("REDIS_SERVER").unwrap_or_else(|_| "/usr/bin/redis-server".to_owned());
+        let mut command = Command::new(binary);
+        command
+            .args(["--bind", "127.0.0.1", "--port", &self.0.port().to_string()])
             .args([
                 "--save",
                 "",
@@ -78,23 +50,7 @@ impl RedisServer {
                 "always",
             ])
             .arg("--dir")
-            .arg(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", Self::binary()))?;
-        self.child = Some(child);
-        wait_for_port(self.port, true)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
+            .arg(self.0.dir());
+        self.0.run(command)
     }
 }

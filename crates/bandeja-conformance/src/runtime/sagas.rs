@@ -13,7 +13,7 @@ use bandeja_core::store::Inspect;
 
 use crate::fixtures::fast_config;
 use crate::fixtures::saga::{
-    order_saga, run_order_saga, Answer, Do, OrderData, Participants, Undo,
+    order_runtime, order_saga, run_order_saga, Answer, OrderData, Participants,
 };
 use bandeja_core::saga::SagaId;
 use bandeja_core::testing::eventually;
@@ -181,13 +181,7 @@ pub async fn a_step_slower_than_its_timeout_is_compensated_and_its_late_reply_ig
     assert_eq!(state.status, SagaStatus::Compensated, "{state:#?}");
     // The runtime is stopped: wait for the late reservation's reply on a second one.
     let saga = order_saga(Duration::from_millis(300));
-    let bandeja = Bandeja::builder(store.clone())
-        .config(fast_config())
-        .on_command::<Do, _>("steps", participants.clone())
-        .on_command::<Undo, _>("steps-undo", participants.clone())
-        .saga(&saga)
-        .build()
-        .expect("build");
+    let bandeja = order_runtime(&store, &participants, &saga);
     let running = bandeja.start().await.expect("start");
     let after = eventually(Duration::from_secs(30), || async {
         let state = store.saga(state.id).await.ok()??;
@@ -232,16 +226,10 @@ pub async fn two_orchestrators_move_each_saga_once<S: Inspect + SagaStore>(store
         Duration::from_millis(100),
     );
     let saga = order_saga(Duration::from_millis(500));
-    let runtime = || {
-        Bandeja::builder(store.clone())
-            .config(fast_config())
-            .on_command::<Do, _>("steps", participants.clone())
-            .on_command::<Undo, _>("steps-undo", participants.clone())
-            .saga(&saga)
-            .build()
-            .expect("build")
-    };
-    let (first, second) = (runtime(), runtime());
+    let (first, second) = (
+        order_runtime(&store, &participants, &saga),
+        order_runtime(&store, &participants, &saga),
+    );
     let running = [
         first.start().await.expect("start"),
         second.start().await.expect("start"),

@@ -3,12 +3,11 @@
 
 use bandeja::saga::StepOutcome;
 use bandeja::{Command, CommandHandler, HandlerContext, HandlerError};
-use chrono::{SubsecRound, Utc};
 
 use super::command::{ChargePayment, Charged, RefundPayment};
 use super::repository::{self, NewCharge};
 use super::LEDGER;
-use crate::steps::{Ledger, StepKey, StepRuns};
+use crate::steps::{Opened, StepRuns};
 use crate::ShopDb;
 
 /// Charges the order's total: one `charges` row, replied with its id. Refused if the
@@ -32,13 +31,13 @@ impl<D: ShopDb> CommandHandler<D, ChargePayment> for ChargeHandler {
         ctx: &mut HandlerContext<'_, D>,
         command: Command<ChargePayment>,
     ) -> Result<(), HandlerError> {
-        let key = StepKey::of_step(&command)?;
         let charge = &command.payload;
-        self.runs.begin("billing", &key, charge.order_id).await;
-        let now = Utc::now().trunc_subsecs(6);
-        if let Some(first) = LEDGER.claim(ctx.conn(), &key, now).await? {
-            return Ledger::replay(ctx, &key, first);
-        }
+        let opened = LEDGER
+            .open(ctx, &command, &self.runs, "billing", charge.order_id)
+            .await?;
+        let Opened::New { key, now } = opened else {
+            return Ok(());
+        };
         let outcome = if LEDGER.compensated(ctx.conn(), &key).await? {
             tracing::warn!(
                 order_id = charge.order_id,
@@ -89,13 +88,13 @@ impl<D: ShopDb> CommandHandler<D, RefundPayment> for RefundHandler {
         ctx: &mut HandlerContext<'_, D>,
         command: Command<RefundPayment>,
     ) -> Result<(), HandlerError> {
-        let key = StepKey::of_step(&command)?;
         let refund = &command.payload;
-        self.runs.begin("billing", &key, refund.order_id).await;
-        let now = Utc::now().trunc_subsecs(6);
-        if let Some(first) = LEDGER.claim(ctx.conn(), &key, now).await? {
-            return Ledger::replay(ctx, &key, first);
-        }
+        let opened = LEDGER
+            .open(ctx, &command, &self.runs, "billing", refund.order_id)
+            .await?;
+        let Opened::New { key, now } = opened else {
+            return Ok(());
+        };
         match repository::charge_of(ctx.conn(), &key.saga_id, refund.charge_id).await? {
             Some(charge) => {
                 let id = repository::refund(ctx.conn(), charge, refund.order_id, &key.saga_id, now)

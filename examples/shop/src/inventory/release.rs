@@ -2,11 +2,10 @@
 
 use bandeja::saga::StepOutcome;
 use bandeja::{Command, CommandHandler, HandlerContext, HandlerError};
-use chrono::{SubsecRound, Utc};
 
 use super::command::ReleaseStock;
 use super::{repository, LEDGER};
-use crate::steps::{Ledger, StepKey, StepRuns};
+use crate::steps::{Opened, StepRuns};
 use crate::ShopDb;
 
 /// Puts back what the saga's reservation took: one movement row per line with the units
@@ -31,13 +30,13 @@ impl<D: ShopDb> CommandHandler<D, ReleaseStock> for ReleaseHandler {
         ctx: &mut HandlerContext<'_, D>,
         command: Command<ReleaseStock>,
     ) -> Result<(), HandlerError> {
-        let key = StepKey::of_step(&command)?;
         let order = &command.payload;
-        self.runs.begin("inventory", &key, order.order_id).await;
-        let now = Utc::now().trunc_subsecs(6);
-        if let Some(first) = LEDGER.claim(ctx.conn(), &key, now).await? {
-            return Ledger::replay(ctx, &key, first);
-        }
+        let opened = LEDGER
+            .open(ctx, &command, &self.runs, "inventory", order.order_id)
+            .await?;
+        let Opened::New { key, now } = opened else {
+            return Ok(());
+        };
         if LEDGER.step_done(ctx.conn(), &key).await? {
             for line in &order.lines {
                 let (sku, quantity) = (line.sku.as_str(), line.quantity);

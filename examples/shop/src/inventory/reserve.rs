@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 
 use bandeja::saga::StepOutcome;
 use bandeja::{Command, CommandHandler, HandlerContext, HandlerError};
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 
 use super::command::{ReserveStock, StockLine};
 use super::{repository, LEDGER};
 use crate::db::Sql;
-use crate::steps::{Ledger, StepKey, StepRuns};
+use crate::steps::{Opened, StepRuns};
 use crate::ShopDb;
 
 /// Takes every line of the order out of stock, one movement row per line, in the
@@ -78,13 +78,13 @@ impl<D: ShopDb> CommandHandler<D, ReserveStock> for ReserveHandler {
         ctx: &mut HandlerContext<'_, D>,
         command: Command<ReserveStock>,
     ) -> Result<(), HandlerError> {
-        let key = StepKey::of_step(&command)?;
         let order = &command.payload;
-        self.runs.begin("inventory", &key, order.order_id).await;
-        let now = Utc::now().trunc_subsecs(6);
-        if let Some(first) = LEDGER.claim(ctx.conn(), &key, now).await? {
-            return Ledger::replay(ctx, &key, first);
-        }
+        let opened = LEDGER
+            .open(ctx, &command, &self.runs, "inventory", order.order_id)
+            .await?;
+        let Opened::New { key, now } = opened else {
+            return Ok(());
+        };
         let refusal = if LEDGER.compensated(ctx.conn(), &key).await? {
             Some("the reservation was released before it arrived".to_owned())
         } else {

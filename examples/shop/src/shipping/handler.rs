@@ -2,11 +2,10 @@
 
 use bandeja::saga::StepOutcome;
 use bandeja::{Command, CommandHandler, HandlerContext, HandlerError};
-use chrono::{SubsecRound, Utc};
 
 use super::command::{DispatchShipment, Dispatched};
 use super::{repository, LEDGER};
-use crate::steps::{Ledger, StepKey, StepRuns};
+use crate::steps::{Opened, StepRuns};
 use crate::ShopDb;
 
 /// Records the shipment (one `shipments` row) and replies with its id. A second send of
@@ -30,13 +29,13 @@ impl<D: ShopDb> CommandHandler<D, DispatchShipment> for DispatchHandler {
         ctx: &mut HandlerContext<'_, D>,
         command: Command<DispatchShipment>,
     ) -> Result<(), HandlerError> {
-        let key = StepKey::of_step(&command)?;
         let parcel = &command.payload;
-        self.runs.begin("shipping", &key, parcel.order_id).await;
-        let now = Utc::now().trunc_subsecs(6);
-        if let Some(first) = LEDGER.claim(ctx.conn(), &key, now).await? {
-            return Ledger::replay(ctx, &key, first);
-        }
+        let opened = LEDGER
+            .open(ctx, &command, &self.runs, "shipping", parcel.order_id)
+            .await?;
+        let Opened::New { key, now } = opened else {
+            return Ok(());
+        };
         let recipient = format!("{}@example.com", parcel.customer);
         let order = (parcel.order_id, key.saga_id.as_str());
         let shipment_id =

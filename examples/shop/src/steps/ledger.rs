@@ -3,10 +3,10 @@
 //! transaction.
 
 use bandeja::saga::StepOutcome;
-use bandeja::{HandlerContext, HandlerError};
-use chrono::{DateTime, Utc};
+use bandeja::{Command, HandlerContext, HandlerError};
+use chrono::{DateTime, SubsecRound, Utc};
 
-use super::StepKey;
+use super::{StepKey, StepRuns};
 use crate::db::{ShopDb, Sql};
 
 /// The outcome columns of a ledger row: `ok` (1 done, 0 refused), the refusal's reason,
@@ -57,7 +57,8 @@ impl Ledger {
             return Ok(None);
         }
         Ok(Some(if ok == 1 {
-            StepOutcome::Done(serde_json::from_str(&data).unwrap_or(serde_json::Value::Null))
+            let data = serde_json::from_str(&data).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+            StepOutcome::Done(data)
         } else {
             StepOutcome::Refused(reason)
         }))
@@ -114,7 +115,47 @@ impl Ledger {
     }
 }
 
+/// What [`Ledger::open`] found for a step's command.
+#[derive(Debug)]
+pub enum Opened {
+    /// An earlier send of the step was done: its first outcome is replied again, and the
+    /// handler does nothing else.
+    Replied,
+    /// A new key, claimed by this transaction: do the step, then
+    /// [`finish`](Ledger::finish).
+    New {
+        /// The step's key.
+        key: StepKey,
+        /// The handling's time (microseconds, what both databases keep).
+        now: DateTime<Utc>,
+    },
+}
+
 impl Ledger {
+    /// What every step handler does first: reads the step's key from `command`, notes the
+    /// run and waits the step delay (`runs`, outside the transaction), then
+    /// [`claim`](Ledger::claim)s the key — replying again with the first outcome of a key
+    /// already done ([`Opened::Replied`]).
+    pub async fn open<D: ShopDb, T>(
+        &self,
+        ctx: &mut HandlerContext<'_, D>,
+        command: &Command<T>,
+        runs: &StepRuns,
+        module: &str,
+        order_id: i64,
+    ) -> Result<Opened, HandlerError> {
+        let key = StepKey::of_step(command)?;
+        runs.begin(module, &key, order_id).await;
+        let now = Utc::now().trunc_subsecs(6);
+        match self.claim(ctx.conn(), &key, now).await? {
+            Some(first) => {
+                Ledger::replay(ctx, &key, first)?;
+                Ok(Opened::Replied)
+            }
+            None => Ok(Opened::New { key, now }),
+        }
+    }
+
     /// Records `outcome` for `key` and replies it to the saga, both with the handler's
     /// transaction.
     pub async fn finish<D: ShopDb>(

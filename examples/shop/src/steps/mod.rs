@@ -16,7 +16,7 @@ mod ledger;
 mod runs;
 
 pub use key::{NotAStep, StepKey};
-pub use ledger::Ledger;
+pub use ledger::{Ledger, Opened};
 pub use runs::StepRuns;
 
 /// The DDL template of a module's step ledger named `$table` (see [`Ledger`]).
