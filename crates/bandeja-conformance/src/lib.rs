@@ -6,6 +6,7 @@ pub mod admin;
 pub mod checks;
 pub mod completion;
 pub mod fixtures;
+pub mod foreign;
 pub mod runtime;
 pub mod staleness;
 pub mod standalone;

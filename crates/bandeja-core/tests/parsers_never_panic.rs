@@ -171,6 +171,25 @@ fn wire_field() -> impl Strategy<Value = String> {
             "target_tenant_id",
             "target_service",
             "occurred_at",
+            "specversion",
+            "source",
+            "time",
+            "datacontenttype",
+            "subject",
+            "bandejakind",
+            "schemaversion",
+            "tenantid",
+            "partitionkey",
+            "aggregatetype",
+            "correlationid",
+            "causationid",
+            "traceparent",
+            "sourcetenantid",
+            "targettenantid",
+            "targetservice",
+            "bandejaheaders",
+            "data",
+            "data_base64",
         ])
         .prop_map(str::to_owned),
         "[a-z_]{1,12}",
@@ -182,6 +201,9 @@ fn wire_value() -> impl Strategy<Value = Value> {
     prop_oneof![
         json(),
         Just(Value::from(WIRE_VERSION)),
+        Just(Value::from("1.0")),
+        Just(Value::from("1")),
+        Just(Value::from(r#"{"x-app":"v"}"#)),
         Just(Value::from("event")),
         Just(Value::from("command")),
         Just(Value::from("")),
@@ -203,10 +225,15 @@ fn mutated_envelope() -> impl Strategy<Value = Vec<u8>> {
     (
         record(),
         prop::collection::vec((wire_field(), prop::option::of(wire_value())), 0..5),
+        any::<bool>(),
     )
-        .prop_map(|(record, edits)| {
-            let mut doc: Value =
-                serde_json::from_slice(&wire::encode(&record, None)).expect("encode writes JSON");
+        .prop_map(|(record, edits, legacy)| {
+            let body = if legacy {
+                wire::encode_legacy(&record, None)
+            } else {
+                wire::encode(&record, None)
+            };
+            let mut doc: Value = serde_json::from_slice(&body).expect("encode writes JSON");
             let object = doc.as_object_mut().expect("the envelope is an object");
             for (field, value) in edits {
                 match value {
@@ -483,7 +510,8 @@ proptest! {
         let body = wire::encode(&record, service.as_deref());
         let decoded = wire::decode(record.kind, &body);
         let mut expected = record.clone();
-        if expected.headers.source_service.is_none() {
+        // An empty source service is none: a CloudEvent's `source` cannot be empty.
+        if expected.headers.source_service.as_deref().is_none_or(str::is_empty) {
             expected.headers.source_service = service;
         }
         prop_assert_eq!(decoded, Ok(expected));
@@ -506,19 +534,32 @@ proptest! {
         after in "[a-z]{0,4}",
     ) {
         let nul = format!("{before}\0{after}");
-        let mut doc: Value =
+        let mut legacy: Value = serde_json::from_slice(&wire::encode_legacy(&record, None))
+            .expect("encode writes JSON");
+        let mut event: Value =
             serde_json::from_slice(&wire::encode(&record, None)).expect("encode writes JSON");
         match field {
-            0 => doc["aggregate_id"] = nul.into(),
-            1 => doc["partition_key"] = nul.into(),
-            2 => doc["aggregate_type"] = nul.into(),
-            3 => doc["headers"]["correlation_id"] = nul.into(),
-            4 => doc["headers"]["x-app"] = nul.into(),
-            _ => doc["payload"] = serde_json::json!({ "note": nul }),
+            0 => (legacy["aggregate_id"], event["subject"]) = (nul.clone().into(), nul.into()),
+            1 => (legacy["partition_key"], event["partitionkey"]) = (nul.clone().into(), nul.into()),
+            2 => (legacy["aggregate_type"], event["aggregatetype"]) = (nul.clone().into(), nul.into()),
+            3 => {
+                legacy["headers"]["correlation_id"] = nul.clone().into();
+                event["correlationid"] = nul.into();
+            }
+            4 => {
+                event["bandejaheaders"] = serde_json::json!({ "x-app": nul }).to_string().into();
+                legacy["headers"]["x-app"] = nul.into();
+            }
+            _ => {
+                legacy["payload"] = serde_json::json!({ "note": nul });
+                event["data"] = serde_json::json!({ "note": nul });
+            }
         }
-        let refused = wire::decode(record.kind, doc.to_string().as_bytes());
-        let says_nul = matches!(&refused, Err(WireError::NotAMessage(m)) if m.contains("NUL character"));
-        prop_assert!(says_nul, "{:?}", refused);
+        for doc in [legacy, event] {
+            let refused = wire::decode(record.kind, doc.to_string().as_bytes());
+            let says_nul = matches!(&refused, Err(WireError::NotAMessage(m)) if m.contains("NUL character"));
+            prop_assert!(says_nul, "{:?}", refused);
+        }
     }
 
     /// A valid envelope with fields removed or replaced by odd values: a typed error that

@@ -45,6 +45,11 @@ impl<S: Inspect> Harness<S> {
         }
     }
 
+    /// The broker namespace (the prefix of every name) of this test.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
     /// A fresh store (kept alive until the harness drops).
     pub async fn store(&self) -> S {
         let (store, guard) = (self.stores)().await;

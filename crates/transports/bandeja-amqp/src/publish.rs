@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use bandeja_core::record::{MessageKind, MessageRecord};
-use bandeja_core::transport::{Instant, Outgoing, TransportError};
+use bandeja_core::transport::{wire, Instant, Outgoing, TransportError};
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Confirmation, Connection, PublisherConfirm};
@@ -235,7 +235,7 @@ async fn send(
             key.clone(),
             options,
             &message.body,
-            properties(message.record),
+            properties(message.record, wire::content_type(&message.body)),
         )
     }));
     let Ok(published) = tokio::time::timeout_at(deadline, publishing).await else {
@@ -301,13 +301,14 @@ fn routing_key(message: &Outgoing<'_>, partitions: u16) -> Result<ShortString, A
     names::routing_key(message.partition, message.address)
 }
 
-/// The AMQP properties of a message: id, persistence, JSON, type, correlation id and the
-/// `traceparent` and source service headers. (A value too long for an AMQP short string
-/// is left out: the body carries every field anyway.)
-fn properties(record: &MessageRecord) -> BasicProperties {
+/// The AMQP properties of a message: id, persistence, the body's content type (a
+/// structured-mode CloudEvent's), type, correlation id and the `traceparent` and source
+/// service headers. (A value too long for an AMQP short string is left out: the body
+/// carries every field anyway.)
+fn properties(record: &MessageRecord, content_type: &str) -> BasicProperties {
     let mut properties = BasicProperties::default()
         .with_delivery_mode(PERSISTENT)
-        .with_content_type("application/json".into());
+        .with_content_type(content_type.into());
     if let Ok(id) = ShortString::try_new(record.id.to_string()) {
         properties = properties.with_message_id(id);
     }

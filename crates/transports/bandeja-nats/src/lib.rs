@@ -12,5 +12,7 @@ mod transport;
 
 pub use error::{NatsError, OptionsError};
 pub use options::NatsOptions;
-pub use publish::{CORRELATION_HEADER, SOURCE_SERVICE_HEADER, TRACEPARENT_HEADER, TYPE_HEADER};
+pub use publish::{
+    CONTENT_TYPE_HEADER, CORRELATION_HEADER, SOURCE_SERVICE_HEADER, TRACEPARENT_HEADER, TYPE_HEADER,
+};
 pub use transport::NatsTransport;

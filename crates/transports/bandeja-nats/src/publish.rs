@@ -8,7 +8,7 @@ use async_nats::header::NATS_MESSAGE_ID;
 use async_nats::jetstream::context::{PublishAckFuture, PublishError, PublishErrorKind};
 use async_nats::jetstream::Context;
 use async_nats::{HeaderMap, HeaderValue};
-use bandeja_core::transport::{Instant, Outgoing, TransportError};
+use bandeja_core::transport::{wire, Instant, Outgoing, TransportError};
 use bandeja_core::MessageKind;
 
 use crate::error::{stream_missing, NatsError};
@@ -16,6 +16,8 @@ use crate::names::Names;
 
 /// The header with the message type.
 pub const TYPE_HEADER: &str = "bandeja-type";
+/// The header holding the body's content type (`application/cloudevents+json`).
+pub const CONTENT_TYPE_HEADER: &str = "Content-Type";
 /// The header with the correlation id.
 pub const CORRELATION_HEADER: &str = "bandeja-correlation-id";
 /// The header with the W3C trace context.
@@ -135,6 +137,7 @@ pub(crate) fn headers(message: &Outgoing<'_>) -> HeaderMap {
         }
     };
     put(TYPE_HEADER, &record.message_type);
+    put(CONTENT_TYPE_HEADER, wire::content_type(&message.body));
     let optional = [
         (CORRELATION_HEADER, record.headers.correlation_id.as_deref()),
         (TRACEPARENT_HEADER, record.headers.traceparent.as_deref()),

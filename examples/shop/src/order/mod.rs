@@ -1,5 +1,5 @@
 //! The order module: places orders, announces them with [`OrderConfirmed`] and
-//! orchestrates their [saga](saga) (charge → reserve → ship).
+//! orchestrates their [saga] (charge → reserve → ship).
 //!
 //! Placing an order is one application transaction: the order and its lines are inserted,
 //! the aggregate's recorded event is drained into bandeja's outbox, and the order's saga

@@ -1,24 +1,29 @@
 //! The wire format every broker transport carries: one JSON document per message, the same
-//! on NATS, RabbitMQ and the direct transport, so a service on one language version of
-//! bandeja reads what another wrote.
+//! on NATS, RabbitMQ, Redis and the direct transport, and one that other languages speak:
+//! a [CloudEvents 1.0](https://cloudevents.io) event in structured JSON mode (see
+//! [`cloudevents`] for how the fields map, and docs/brokers.md for its JSON Schema).
 //!
 //! ```json
-//! {"bandeja":1,"id":"0190…","kind":"event","type":"shop.OrderPlaced","schema_version":1,
-//!  "tenant_id":"acme","partition_key":"o-1","aggregate_type":"Order","aggregate_id":"o-1",
-//!  "payload":{…},"headers":{"correlation_id":"…","traceparent":"00-…","source_service":"order"},
-//!  "occurred_at":"2026-11-30T12:00:00.000001Z"}
+//! {"specversion":"1.0","id":"0190…","source":"order","type":"shop.OrderPlaced",
+//!  "time":"2026-11-30T12:00:00.000001Z","datacontenttype":"application/json",
+//!  "subject":"o-1","bandejakind":"event","schemaversion":1,"tenantid":"acme",
+//!  "partitionkey":"o-1","aggregatetype":"Order","correlationid":"…",
+//!  "traceparent":"00-…","data":{…}}
 //! ```
 //!
-//! Commands add `source_tenant_id`, `target_tenant_id` and `target_service`. `payload` is
-//! the message's JSON as it sits in the outbox (not re-encoded). Decoding checks what a row
-//! needs (an id, a usable type name, the kind the subject or queue carries, text without
-//! NUL characters, which no store keeps) and says what is wrong otherwise; [`reject`]
-//! turns such a body into an inbox row that is stored FAILED with the reason instead of
-//! being lost or blocking the consumer.
+//! Bodies in bandeja's earlier format ([`legacy`], `{"bandeja":1,…}`) are still read:
+//! streams and queues written before the envelope hold them. `data` is the message's JSON
+//! as it sits in the outbox (not re-encoded). Decoding checks what a row needs (an id, a
+//! usable type name, the kind the subject or queue carries, text without NUL characters,
+//! which no store keeps) and says what is wrong otherwise; [`reject`] turns such a body
+//! into an inbox row that is stored FAILED with the reason instead of being lost or
+//! blocking the consumer.
+
+pub mod cloudevents;
+pub mod legacy;
 
 use std::borrow::Cow;
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -28,42 +33,31 @@ pub use crate::names::{MALFORMED_TYPE, REJECTED_HEADER, REJECTED_SUBSCRIBER};
 use crate::record::{MessageKind, MessageRecord};
 use crate::tenant::TenantId;
 
-/// The version of the wire format this build writes and reads.
-pub const WIRE_VERSION: u32 = 1;
+/// The version of bandeja's earlier wire format, which this build still reads.
+pub const WIRE_VERSION: u32 = legacy::VERSION;
 
-#[derive(Serialize, Deserialize)]
+/// A message's kind as both formats write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum WireKind {
     Event,
     Command,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Wire<'a> {
-    bandeja: u32,
-    id: MessageId,
-    kind: WireKind,
-    #[serde(rename = "type", borrow)]
-    message_type: Cow<'a, str>,
-    schema_version: u32,
-    tenant_id: TenantId,
-    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
-    partition_key: Option<Cow<'a, str>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
-    aggregate_type: Option<Cow<'a, str>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
-    aggregate_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    payload: Cow<'a, RawValue>,
-    #[serde(default)]
-    headers: Cow<'a, Headers>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    source_tenant_id: Option<TenantId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    target_tenant_id: Option<TenantId>,
-    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
-    target_service: Option<Cow<'a, str>>,
-    occurred_at: DateTime<Utc>,
+impl WireKind {
+    fn of(kind: MessageKind) -> Self {
+        match kind {
+            MessageKind::Event => WireKind::Event,
+            MessageKind::Command => WireKind::Command,
+        }
+    }
+
+    fn kind(self) -> MessageKind {
+        match self {
+            WireKind::Event => MessageKind::Event,
+            WireKind::Command => MessageKind::Command,
+        }
+    }
 }
 
 /// Why a body is not a message this build can store.
@@ -71,14 +65,17 @@ struct Wire<'a> {
 #[non_exhaustive]
 pub enum WireError {
     /// Not JSON at all.
-    #[error("the body is not JSON ({0}): only bandeja messages belong on this subject or queue")]
+    #[error("the body is not JSON ({0}): only CloudEvents (structured JSON mode) and bandeja messages belong on this subject or queue")]
     NotJson(String),
     /// JSON, but not a bandeja message (a field missing or of the wrong type).
     #[error("the body is not a bandeja message: {0}")]
     NotAMessage(String),
-    /// Written by a newer wire format.
-    #[error("wire format version {0} is not supported (this build reads version {WIRE_VERSION}): upgrade this service")]
+    /// Written by a newer version of bandeja's earlier format.
+    #[error("wire format version {0} is not supported (this build reads CloudEvents 1.0 and bandeja's format version {WIRE_VERSION}): upgrade this service")]
     Version(u32),
+    /// A CloudEvent of a specification version other than 1.0.
+    #[error("CloudEvents `specversion` {0:?} is not supported (this build reads 1.0): publish CloudEvents 1.0")]
+    SpecVersion(String),
     /// An event on a command subject or queue, or the other way round.
     #[error("the body is of kind `{found}` where `{expected}`s are consumed: check the publisher's routing")]
     Kind {
@@ -100,40 +97,48 @@ impl WireError {
     }
 }
 
-/// Encodes a record for the wire; `source_service` fills the header when the record has none.
+/// The row's payload as raw JSON, borrowed (checked, not copied); text that is not JSON
+/// goes as a string.
+fn payload_of(record: &MessageRecord) -> Cow<'_, RawValue> {
+    serde_json::from_str::<&RawValue>(&record.payload)
+        .map(Cow::Borrowed)
+        .unwrap_or_else(|_| Cow::Owned(json_string(&record.payload)))
+}
+
+/// Encodes a record for the wire as a CloudEvent; its `source` is the record's source
+/// service (when not empty), else `source_service`, else [`cloudevents::UNKNOWN_SOURCE`].
 pub fn encode(record: &MessageRecord, source_service: Option<&str>) -> Vec<u8> {
+    let source = record
+        .headers
+        .source_service
+        .as_deref()
+        .filter(|service| !service.is_empty())
+        .or(source_service)
+        .unwrap_or(cloudevents::UNKNOWN_SOURCE);
+    cloudevents::encode(record, source, payload_of(record))
+}
+
+/// Encodes a record in bandeja's earlier format ([`legacy`]); `source_service` fills the
+/// header when the record has none.
+pub fn encode_legacy(record: &MessageRecord, source_service: Option<&str>) -> Vec<u8> {
     let mut headers = Cow::Borrowed(&record.headers);
     if record.headers.source_service.is_none() {
         if let Some(service) = source_service {
             headers.to_mut().source_service = Some(service.to_owned());
         }
     }
-    // Borrowed from the row (checked, not copied); text that is not JSON goes as a string.
-    let payload = serde_json::from_str::<&RawValue>(&record.payload)
-        .map(Cow::Borrowed)
-        .unwrap_or_else(|_| Cow::Owned(json_string(&record.payload)));
-    let wire = Wire {
-        bandeja: WIRE_VERSION,
-        id: record.id,
-        kind: match record.kind {
-            MessageKind::Event => WireKind::Event,
-            MessageKind::Command => WireKind::Command,
-        },
-        message_type: Cow::Borrowed(&record.message_type),
-        schema_version: record.schema_version,
-        tenant_id: record.tenant_id.clone(),
-        partition_key: record.partition_key.as_deref().map(Cow::Borrowed),
-        aggregate_type: record.aggregate_type.as_deref().map(Cow::Borrowed),
-        aggregate_id: record.aggregate_id.as_deref().map(Cow::Borrowed),
-        payload,
-        headers,
-        source_tenant_id: record.source_tenant_id.clone(),
-        target_tenant_id: record.target_tenant_id.clone(),
-        target_service: record.target_service.as_deref().map(Cow::Borrowed),
-        occurred_at: record.occurred_at,
-    };
-    // Serializing this struct cannot fail: every field is a string, number or map of strings.
-    serde_json::to_vec(&wire).unwrap_or_default()
+    legacy::encode(record, headers, payload_of(record))
+}
+
+/// The content type of a body [`encode`] or [`encode_legacy`] wrote, for brokers whose
+/// messages carry one: [`cloudevents::CONTENT_TYPE`] for a CloudEvent, else
+/// `application/json`.
+pub fn content_type(body: &[u8]) -> &'static str {
+    if body.starts_with(br#"{"specversion""#) {
+        cloudevents::CONTENT_TYPE
+    } else {
+        "application/json"
+    }
 }
 
 /// A string as a JSON string literal (serializing a string cannot fail).
@@ -141,57 +146,20 @@ fn json_string(text: &str) -> Box<RawValue> {
     serde_json::value::to_raw_value(text).unwrap_or_default()
 }
 
-/// Decodes a body received on a subscription of `expected` messages.
+/// Decodes a body received on a subscription of `expected` messages: a CloudEvent, or a
+/// body of bandeja's earlier format.
 pub fn decode(expected: MessageKind, body: &[u8]) -> Result<MessageRecord, WireError> {
-    let wire: Wire<'_> = match serde_json::from_slice(body) {
-        Ok(wire) => wire,
-        Err(error) => {
-            return Err(
-                if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
-                    WireError::NotJson(error.to_string())
-                } else {
-                    WireError::NotAMessage(error.to_string())
-                },
-            )
+    // One parse for either format: a body that mentions `specversion` is read as a
+    // CloudEvent, and only if that fails and the mention was not the top level's is it
+    // read as the earlier format.
+    let record = if looks_like_cloudevent(body) {
+        match cloudevents::decode(expected, body) {
+            Ok(record) => record,
+            Err(error) if cloudevents::has_spec_version(body) => return Err(error),
+            Err(_) => legacy::decode(expected, body)?,
         }
-    };
-    if wire.bandeja != WIRE_VERSION {
-        return Err(WireError::Version(wire.bandeja));
-    }
-    let kind = match wire.kind {
-        WireKind::Event => MessageKind::Event,
-        WireKind::Command => MessageKind::Command,
-    };
-    if kind != expected {
-        return Err(WireError::Kind {
-            expected,
-            found: kind,
-        });
-    }
-    if !crate::names::is_usable_type_name(&wire.message_type) {
-        let error = MessageError::invalid_type(wire.id, &wire.message_type);
-        return Err(WireError::not_a_message(&error));
-    }
-    if kind == MessageKind::Command && wire.target_service.as_deref().is_none_or(str::is_empty) {
-        return Err(WireError::NotAMessage(
-            "a command without `target_service`".to_owned(),
-        ));
-    }
-    let record = MessageRecord {
-        id: wire.id,
-        kind,
-        tenant_id: wire.tenant_id,
-        message_type: wire.message_type.into_owned(),
-        schema_version: wire.schema_version,
-        partition_key: wire.partition_key.map(Cow::into_owned),
-        aggregate_type: wire.aggregate_type.map(Cow::into_owned),
-        aggregate_id: wire.aggregate_id.map(Cow::into_owned),
-        payload: wire.payload.get().to_owned(),
-        headers: wire.headers.into_owned(),
-        source_tenant_id: wire.source_tenant_id,
-        target_tenant_id: wire.target_tenant_id,
-        target_service: wire.target_service.map(Cow::into_owned),
-        occurred_at: wire.occurred_at,
+    } else {
+        legacy::decode(expected, body)?
     };
     // Text no store can keep (a NUL character) is refused here, so that it becomes a
     // rejected row instead of an insert that fails on every redelivery.
@@ -199,6 +167,12 @@ pub fn decode(expected: MessageKind, body: &[u8]) -> Result<MessageRecord, WireE
         .check_storable()
         .map_err(|e| WireError::not_a_message(&e))?;
     Ok(record)
+}
+
+/// Whether `"specversion"` appears in `body` at all (cheap).
+fn looks_like_cloudevent(body: &[u8]) -> bool {
+    const NEEDLE: &[u8] = b"\"specversion\"";
+    body.windows(NEEDLE.len()).any(|window| window == NEEDLE)
 }
 
 /// `text` without NUL characters (each becomes U+FFFD), which no store can keep.
@@ -318,6 +292,143 @@ mod tests {
         assert_eq!(decoded, record);
     }
 
+    /// `body` parsed, changed by `change`, written again.
+    fn changed(body: &[u8], change: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+        let mut value: serde_json::Value = serde_json::from_slice(body).expect("json");
+        change(&mut value);
+        value.to_string().into_bytes()
+    }
+
+    #[test]
+    fn the_envelope_is_a_cloudevent_with_every_field_as_an_attribute() {
+        let record = event();
+        let body: serde_json::Value =
+            serde_json::from_slice(&encode(&record, Some("order"))).expect("json");
+        assert_eq!(body["specversion"], "1.0");
+        assert_eq!(body["id"], record.id.to_string());
+        assert_eq!(body["source"], "order");
+        assert_eq!(body["type"], "shop.OrderPlaced");
+        assert_eq!(body["datacontenttype"], "application/json");
+        assert_eq!(body["subject"], "o-1");
+        assert_eq!(body["aggregatetype"], "Order");
+        assert_eq!(body["bandejakind"], "event");
+        assert_eq!(body["schemaversion"], 3);
+        assert_eq!(body["tenantid"], "default");
+        assert_eq!(body["correlationid"], "corr-1");
+        assert_eq!(
+            body["traceparent"],
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        );
+        assert_eq!(body["bandejaheaders"], r#"{"x-app":"v"}"#);
+        assert_eq!(body["data"]["order"], 7);
+        let time = body["time"].as_str().expect("time");
+        assert_eq!(
+            chrono::DateTime::parse_from_rfc3339(time).map(|t| t.to_utc()),
+            Ok(record.occurred_at)
+        );
+        for name in body.as_object().expect("object").keys() {
+            assert!(
+                name == "data"
+                    || name
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+                "`{name}` is not a valid CloudEvents attribute name"
+            );
+        }
+    }
+
+    #[test]
+    fn the_content_type_says_which_format_a_body_is() {
+        assert_eq!(
+            content_type(&encode(&event(), None)),
+            "application/cloudevents+json"
+        );
+        assert_eq!(
+            content_type(&encode_legacy(&event(), None)),
+            "application/json"
+        );
+    }
+
+    #[test]
+    fn bodies_of_the_earlier_format_are_still_read() {
+        let record = event();
+        let body = encode_legacy(&record, Some("order"));
+        assert!(body.starts_with(br#"{"bandeja":1,"#));
+        let mut expected = record.clone();
+        expected.headers.source_service = Some("order".into());
+        assert_eq!(decode(MessageKind::Event, &body), Ok(expected.clone()));
+        // A payload that mentions `specversion` does not make a CloudEvent of it.
+        let mentions = changed(&body, |b| b["payload"]["specversion"] = "1.0".into());
+        let decoded = decode(MessageKind::Event, &mentions).expect("still the earlier format");
+        assert_eq!(decoded.id, record.id);
+    }
+
+    #[test]
+    fn a_foreign_cloudevent_with_only_the_required_attributes_is_read() {
+        let body = br#"{"specversion":"1.0","id":"py-1","source":"/python/orders",
+            "type":"shop.OrderPlaced","data":{"order":1,"note":"from python"},
+            "myext":"mine","count":3,"flag":true,"nested":{"dropped":1}}"#;
+        let record = decode(MessageKind::Event, body).expect("decode");
+        assert_eq!(record.kind, MessageKind::Event, "the subscription's kind");
+        assert_eq!(record.schema_version, 1);
+        assert_eq!(record.tenant_id, TenantId::default_tenant());
+        assert_eq!(record.payload, r#"{"order":1,"note":"from python"}"#);
+        assert_eq!(
+            record.headers.source_service.as_deref(),
+            Some("/python/orders")
+        );
+        let extra = &record.headers.extra;
+        assert_eq!(
+            extra
+                .get(cloudevents::FOREIGN_ID_HEADER)
+                .map(String::as_str),
+            Some("py-1")
+        );
+        assert_eq!(extra.get("myext").map(String::as_str), Some("mine"));
+        assert_eq!(extra.get("count").map(String::as_str), Some("3"));
+        assert_eq!(extra.get("flag").map(String::as_str), Some("true"));
+        assert!(!extra.contains_key("nested"));
+
+        let again = decode(MessageKind::Event, body).expect("decode");
+        assert_eq!(again.id, record.id, "a redelivered copy has the same id");
+        let elsewhere = String::from_utf8_lossy(body).replace("/python/orders", "/other");
+        let other = decode(MessageKind::Event, elsewhere.as_bytes()).expect("decode");
+        assert_ne!(other.id, record.id, "the same id from another source");
+
+        let uuid = "0190a5e2-7c3b-7000-8000-000000000001";
+        let with_uuid = String::from_utf8_lossy(body).replace("py-1", uuid);
+        let kept = decode(MessageKind::Event, with_uuid.as_bytes()).expect("decode");
+        assert_eq!(kept.id.to_string(), uuid, "a UUID id is the message id");
+        assert!(!kept
+            .headers
+            .extra
+            .contains_key(cloudevents::FOREIGN_ID_HEADER));
+
+        let no_data = decode(
+            MessageKind::Event,
+            br#"{"specversion":"1.0","id":"a","source":"s","type":"x.Y","schemaversion":"2"}"#,
+        )
+        .expect("decode");
+        assert_eq!(no_data.payload, "null");
+        assert_eq!(no_data.schema_version, 2, "a version written as text");
+    }
+
+    #[test]
+    fn a_foreign_command_needs_its_target_service() {
+        let body = br#"{"specversion":"1.0","id":"c-1","source":"py","type":"billing.Charge",
+            "tenantid":"acme","data":{}}"#;
+        let refused = decode(MessageKind::Command, body);
+        assert!(
+            matches!(&refused, Err(WireError::NotAMessage(m)) if m.contains("targetservice")),
+            "{refused:?}"
+        );
+        let body = changed(body, |b| b["targetservice"] = "billing".into());
+        let command = decode(MessageKind::Command, &body).expect("decode");
+        let acme = TenantId::new("acme").expect("tenant");
+        assert_eq!(command.target_service.as_deref(), Some("billing"));
+        assert_eq!(command.tenant_id, acme);
+    }
+
     #[test]
     fn bad_bodies_say_what_is_wrong() {
         let not_json = decode(MessageKind::Event, b"{nope");
@@ -330,13 +441,15 @@ mod tests {
             matches!(&no_id, Err(WireError::NotAMessage(m)) if m.contains("id")),
             "{no_id:?}"
         );
-        let mut body: serde_json::Value =
-            serde_json::from_slice(&encode(&event(), None)).expect("json");
-        body["bandeja"] = 9.into();
-        let newer = decode(MessageKind::Event, body.to_string().as_bytes());
+        let legacy = encode_legacy(&event(), None);
+        let newer = decode(
+            MessageKind::Event,
+            &changed(&legacy, |b| b["bandeja"] = 9.into()),
+        );
         assert_eq!(newer, Err(WireError::Version(9)));
-        let wrong_kind = decode(MessageKind::Command, &encode(&event(), None));
-        assert!(matches!(wrong_kind, Err(WireError::Kind { .. })));
+
+        let body = encode(&event(), None);
+        let wrong_kind = decode(MessageKind::Command, &body);
         assert_eq!(
             wrong_kind
                 .expect_err("an event on a command queue")
@@ -344,9 +457,37 @@ mod tests {
             "the body is of kind `event` where `command`s are consumed: check the publisher's \
              routing"
         );
-        body["bandeja"] = 1.into();
-        body["type"] = "two words".into();
-        assert!(decode(MessageKind::Event, body.to_string().as_bytes()).is_err());
+        let old_spec = decode(
+            MessageKind::Event,
+            &changed(&body, |b| b["specversion"] = "0.3".into()),
+        );
+        assert_eq!(old_spec, Err(WireError::SpecVersion("0.3".into())));
+        let binary = decode(
+            MessageKind::Event,
+            &changed(&body, |b| b["data_base64"] = "AAEC".into()),
+        );
+        assert!(matches!(binary, Err(WireError::Payload(_))), "{binary:?}");
+        for (name, value) in [
+            ("type", serde_json::Value::from("two words")),
+            ("id", "".into()),
+            ("source", "".into()),
+            ("schemaversion", "two".into()),
+            ("tenantid", "".into()),
+            ("bandejaheaders", "[1]".into()),
+        ] {
+            let bad = decode(MessageKind::Event, &changed(&body, |b| b[name] = value));
+            assert!(
+                matches!(&bad, Err(WireError::NotAMessage(_))),
+                "{name}: {bad:?}"
+            );
+        }
+        let no_source = decode(
+            MessageKind::Event,
+            &changed(&body, |b| {
+                b.as_object_mut().map(|o| o.remove("source"));
+            }),
+        );
+        assert!(matches!(&no_source, Err(WireError::NotAMessage(m)) if m.contains("source")));
     }
 
     #[test]
@@ -367,17 +508,25 @@ mod tests {
 
     #[test]
     fn nul_characters_are_refused_and_never_reach_a_rejected_row() {
-        let mut body: serde_json::Value =
-            serde_json::from_slice(&encode(&event(), None)).expect("json");
-        body["aggregate_id"] = "o\u{0}1".into();
-        let refused = decode(MessageKind::Event, body.to_string().as_bytes());
-        assert!(
-            matches!(&refused, Err(WireError::NotAMessage(m)) if m.contains("NUL")),
-            "{refused:?}"
-        );
-        body["aggregate_id"] = "o-1".into();
-        body["payload"] = serde_json::json!({ "note": "a\u{0}b" });
-        assert!(decode(MessageKind::Event, body.to_string().as_bytes()).is_err());
+        for body in [encode(&event(), None), encode_legacy(&event(), None)] {
+            let field = if body.starts_with(br#"{"bandeja""#) {
+                ("aggregate_id", "payload")
+            } else {
+                ("subject", "data")
+            };
+            let refused = decode(
+                MessageKind::Event,
+                &changed(&body, |b| b[field.0] = "o\u{0}1".into()),
+            );
+            assert!(
+                matches!(&refused, Err(WireError::NotAMessage(m)) if m.contains("NUL")),
+                "{refused:?}"
+            );
+            let in_payload = changed(&body, |b| {
+                b[field.1] = serde_json::json!({ "note": "a\u{0}b" });
+            });
+            assert!(decode(MessageKind::Event, &in_payload).is_err());
+        }
 
         let row = malformed(MessageKind::Event, b"nul \0 inside", "reason \0 too");
         assert_eq!(row.check_storable().ok(), Some(()));
