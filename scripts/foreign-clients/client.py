@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A Python service speaking to bandeja services over a broker, with clients no one here
 wrote: the CloudEvents SDK builds and parses the events, each broker's own Python client
-moves them. The foreign-client tests of the transports run it.
+(nats-py, pika, redis-py, kafka-python) moves them. The foreign-client tests of the transports run it.
 
   client.py publish BROKER --url URL --prefix P --partitions N --type T --count C [--copies K]
       publishes C events (ids py-0 … py-<C-1>, data {"n": i}, subject and partition key
@@ -12,10 +12,12 @@ moves them. The foreign-client tests of the transports run it.
       prints `ready` once listening, then one JSON line per event that arrives after
       that ({"attributes": …, "data": …}, parsed by the SDK), and exits after C of them.
 
-BROKER is nats, amqp or redis. The names are bandeja's (docs/brokers.md):
+BROKER is nats, amqp, redis or kafka (URL: the bootstrap servers). The names are
+bandeja's (docs/brokers.md):
   NATS      subject   <prefix>.events.p<N>.<type with characters other than [A-Za-z0-9_-] as _>
   RabbitMQ  exchange  <prefix>.events, routing key p<N>.<type>
   Redis     stream    <prefix>.events.p<N>, fields id, address (= type), type, body
+  Kafka     topic     <prefix>.events, partition N, key = the partition key
 where N is FNV-1a (32 bits) of the partition key, modulo the partition count.
 """
 
@@ -201,10 +203,62 @@ def redis_consume(args):
                 received += 1
 
 
+# --- Kafka ----------------------------------------------------------------------------
+
+# The protocol versions of Kafka 2.0 (headers, idempotence-era produce), which every broker
+# since speaks: librdkafka's mock cluster, which the tests run against, answers some newer
+# versions in ways kafka-python does not decode.
+KAFKA_API_VERSION = (2, 0)
+
+def kafka_publish(args):
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=args.url.split(","), acks="all", api_version=KAFKA_API_VERSION
+    )
+    for partition, body in events(args):
+        key = json.loads(body)["partitionkey"]
+        producer.send(
+            f"{args.prefix}.events",
+            value=body,
+            key=key.encode("utf-8"),
+            partition=partition,
+            headers=[("content-type", CONTENT_TYPE.encode("utf-8"))],
+        ).get(timeout=args.timeout)
+    producer.flush()
+    producer.close()
+
+
+def kafka_consume(args):
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=args.url.split(","),
+        enable_auto_commit=False,
+        api_version=KAFKA_API_VERSION,
+    )
+    partitions = [TopicPartition(f"{args.prefix}.events", p) for p in range(args.partitions)]
+    consumer.assign(partitions)
+    consumer.seek_to_end(*partitions)
+    for partition in partitions:
+        consumer.position(partition)
+    ready()
+    received = 0
+    deadline = time.monotonic() + args.timeout
+    while received < args.count:
+        if time.monotonic() > deadline:
+            sys.exit(f"only {received} of {args.count} events within {args.timeout} s")
+        for records in consumer.poll(timeout_ms=1000).values():
+            for record in records:
+                print(printable(record.value), flush=True)
+                received += 1
+    consumer.close()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=["publish", "consume"])
-    parser.add_argument("broker", choices=["nats", "amqp", "redis"])
+    parser.add_argument("broker", choices=["nats", "amqp", "redis", "kafka"])
     parser.add_argument("--url", required=True)
     parser.add_argument("--prefix", required=True)
     parser.add_argument("--partitions", type=int, required=True)
@@ -220,6 +274,8 @@ def main():
         ("consume", "amqp"): lambda: amqp_consume(args),
         ("publish", "redis"): lambda: redis_publish(args),
         ("consume", "redis"): lambda: redis_consume(args),
+        ("publish", "kafka"): lambda: kafka_publish(args),
+        ("consume", "kafka"): lambda: kafka_consume(args),
     }[(args.action, args.broker)]
     run()
 

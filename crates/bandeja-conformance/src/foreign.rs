@@ -1,7 +1,7 @@
 //! Clients that no one here wrote, speaking to bandeja services over a broker: a Python
 //! program (`scripts/foreign-clients/client.py`) that builds and parses CloudEvents with
 //! the CloudEvents SDK and moves them with each broker's own Python client (`nats-py`,
-//! `pika`, `redis`). [`python_clients_publish_and_consume`] is the check each broker
+//! `pika`, `redis`, `kafka-python`). [`python_clients_publish_and_consume`] is the check each broker
 //! transport runs with it.
 //!
 //! The interpreter is `BANDEJA_PYTHON` (`.ci/run` sets it to a virtualenv it fills from
@@ -42,7 +42,7 @@ pub async fn python() -> Option<PathBuf> {
             .join(".cache/bandeja-python/bin/python"),
     };
     let imports = Command::new(&python)
-        .args(["-c", "import cloudevents, nats, pika, redis"])
+        .args(["-c", "import cloudevents, kafka, nats, pika, redis"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -125,7 +125,7 @@ impl Listening {
 /// A Python client publishes CloudEvents (twice each) that a bandeja service handles
 /// exactly once and in per-key order, and consumes the CloudEvents a bandeja service
 /// publishes, every attribute readable by the CloudEvents SDK. `broker` is the client's
-/// name for the broker (`nats`, `amqp`, `redis`), `url` its address and `prefix` the
+/// name for the broker (`nats`, `amqp`, `redis`, `kafka`), `url` its address and `prefix` the
 /// prefix of the names of the harness's transports.
 ///
 /// # Panics

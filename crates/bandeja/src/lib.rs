@@ -8,8 +8,8 @@
 //!
 //! This facade re-exports what applications use from the core ([`bandeja_core`]), and the
 //! adapters behind cargo features: the stores `sqlite` (default, the embedded store) and
-//! `postgres`, the broker transports `nats` (NATS JetStream), `amqp` (RabbitMQ) and
-//! `redis` (Redis Streams). Each
+//! `postgres`, the broker transports `nats` (NATS JetStream), `amqp` (RabbitMQ),
+//! `redis` (Redis Streams) and `kafka` (Kafka, on librdkafka built from source). Each
 //! store module brings its handler context alias (`bandeja::sqlite::Context<'_>`) and the
 //! `sqlx` it is built on (`bandeja::sqlite::sqlx`).
 //!
@@ -141,6 +141,13 @@ pub mod amqp {
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis {
     pub use bandeja_redis::*;
+}
+
+/// The Kafka transport (feature `kafka`).
+#[cfg(feature = "kafka")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kafka")))]
+pub mod kafka {
+    pub use bandeja_kafka::*;
 }
 
 /// The names most applications use.
