@@ -30,6 +30,11 @@ pub(crate) enum TransportKind {
     Nats,
     /// RabbitMQ, the same way.
     Amqp,
+    /// Redis Streams, the same way.
+    Redis,
+    /// Kafka, the same way (without `--broker-url`: librdkafka's mock cluster, started in
+    /// the benchmark's process, with the topics created at `--partitions`).
+    Kafka,
 }
 
 impl TransportKind {
@@ -39,6 +44,8 @@ impl TransportKind {
             TransportKind::InProcess => "in-process",
             TransportKind::Nats => "nats",
             TransportKind::Amqp => "amqp",
+            TransportKind::Redis => "redis",
+            TransportKind::Kafka => "kafka",
         }
     }
 }
@@ -82,8 +89,9 @@ pub(crate) struct Args {
     /// The transport.
     #[arg(long, value_enum, default_value = "in-process")]
     pub(crate) transport: TransportKind,
-    /// The broker's address (default: nats://127.0.0.1:4222, or
-    /// amqp://guest:guest@127.0.0.1:5672/%2f).
+    /// The broker's address (default: nats://127.0.0.1:4222,
+    /// amqp://guest:guest@127.0.0.1:5672/%2f, redis://127.0.0.1:6379, or for Kafka a mock
+    /// cluster in this process).
     #[arg(long)]
     pub(crate) broker_url: Option<String>,
     /// Broker names (streams, exchanges, queues) start with this (default: a fresh
@@ -139,6 +147,10 @@ pub(crate) struct Args {
     /// it).
     #[arg(skip)]
     pub(crate) generated_prefix: bool,
+    /// Internal: the Kafka brokers are librdkafka's mock cluster (set when the benchmark
+    /// started one; passed to its worker copies), whose topics the benchmark creates.
+    #[arg(long, hide = true)]
+    pub(crate) kafka_mock: bool,
     /// Internal: run only the workers until killed (used for `--processes`).
     #[arg(long, hide = true)]
     pub(crate) worker_only: bool,

@@ -6,6 +6,7 @@
 //! cargo run --release -p bandeja-bench -- --store postgres --mode drain --messages 100000 --processes 3
 //! cargo run --release -p bandeja-bench -- --store postgres --transport nats --mode drain
 //! cargo run --release -p bandeja-bench -- --store postgres --transport amqp --mode live --rate 500
+//! cargo run --release -p bandeja-bench -- --store postgres --transport kafka --mode drain
 //! cargo run --release -p bandeja-bench -- --store postgres --mode drain --messages 2000 --handler-ms 50 --processes 2
 //! ```
 //!
@@ -15,7 +16,7 @@
 //! every drain reports what it left in the inbox: rows retried, the highest
 //! `retry_count`, rows FAILED.
 //!
-//! With `--transport nats|amqp` the benchmark's service publishes its events to the broker
+//! With `--transport nats|amqp|redis|kafka` the benchmark's service publishes its events to the broker
 //! and consumes them back into its inbox (one database, one broker hop each way), so the
 //! figures include the hop: publish with acknowledgement, delivery, inbox insert, ack.
 //!
@@ -58,6 +59,20 @@ async fn main() {
     if args.broker_prefix.is_none() {
         args.generated_prefix = !args.worker_only;
         args.broker_prefix = Some(format!("bench{:08x}", rand::random::<u32>()));
+    }
+    if args.transport == args::TransportKind::Kafka && args.broker_url.is_none() {
+        let prefix = args.broker_prefix.clone().unwrap_or_default();
+        match broker::kafka_mock(&prefix, args.partitions) {
+            Ok(servers) => {
+                eprintln!("kafka: librdkafka's mock cluster in this process at {servers}");
+                args.broker_url = Some(servers);
+                args.kafka_mock = true;
+            }
+            Err(error) => {
+                eprintln!("bandeja-bench: cannot start the mock Kafka cluster: {error}");
+                std::process::exit(1);
+            }
+        }
     }
     if let Err(error) = run::run(args).await {
         eprintln!("bandeja-bench: {error}");

@@ -118,6 +118,40 @@ async fn transport(args: &Args) -> Result<Option<Arc<dyn Transport>>, BoxError> 
                 bandeja::amqp::AmqpTransport::connect(options).await?,
             ))
         }
+        TransportKind::Redis => {
+            let mut options = bandeja::redis::RedisOptions {
+                prefix,
+                partitions: args.partitions,
+                ..Default::default()
+            };
+            if let Some(url) = &args.broker_url {
+                options.url.clone_from(url);
+            }
+            Some(Arc::new(
+                bandeja::redis::RedisTransport::connect(options).await?,
+            ))
+        }
+        TransportKind::Kafka => {
+            let servers = args
+                .broker_url
+                .clone()
+                .ok_or("the Kafka brokers are chosen before the workers start")?;
+            let options = bandeja::kafka::KafkaOptions::new(servers)
+                .prefix(prefix)
+                .partitions(args.partitions)
+                .create_topics(!args.kafka_mock);
+            // The mock cluster answers a fetch only when its wait runs out (real brokers
+            // answer as soon as a message arrives): a short wait there, the default on
+            // real brokers.
+            let options = if args.kafka_mock {
+                options.fetch_wait(std::time::Duration::from_millis(5))
+            } else {
+                options
+            };
+            Some(Arc::new(
+                bandeja::kafka::KafkaTransport::connect(options).await?,
+            ))
+        }
     })
 }
 
@@ -173,6 +207,9 @@ fn spawn_children(args: &Args, url: &str, schema: Option<&str>) -> Result<Childr
         }
         if let Some(url) = &args.broker_url {
             command.args(["--broker-url", url]);
+        }
+        if args.kafka_mock {
+            command.arg("--kafka-mock");
         }
         if let Some(schema) = schema {
             command.args(["--schema", schema]);
@@ -383,7 +420,21 @@ async fn broker_before(args: &Args) -> Result<serde_json::Value, BoxError> {
 
 /// After a NATS run with a generated prefix: its streams deleted.
 async fn broker_after(args: &Args) -> Result<(), BoxError> {
-    if args.transport != TransportKind::Nats || !args.generated_prefix {
+    if !args.generated_prefix {
+        return Ok(());
+    }
+    if args.transport == TransportKind::Redis {
+        let prefix = args.broker_prefix.as_deref().unwrap_or_default();
+        crate::broker::redis_delete_streams(
+            args.broker_url
+                .as_deref()
+                .unwrap_or(bandeja::redis::DEFAULT_URL),
+            prefix,
+        )
+        .await?;
+        return Ok(());
+    }
+    if args.transport != TransportKind::Nats {
         return Ok(());
     }
     let prefix = args.broker_prefix.as_deref().unwrap_or_default();

@@ -10,7 +10,7 @@ use bandeja::logging::{LogFormat, Logging};
 use clap::Parser;
 
 use shop::messaging::Service;
-use shop::server::{self, AdminSettings, NatsSettings, Settings, StartError};
+use shop::server::{self, AdminSettings, BrokerSettings, Settings, StartError};
 
 /// The bandeja shop example: order, billing, inventory, shipping and notification modules
 /// exchanging an event and an orchestrated saga's commands through a transactional outbox
@@ -42,18 +42,42 @@ struct Args {
 
     /// Which part of the shop to run: `all` (one process), or one service (`order`,
     /// `billing`, `inventory`, `shipping`, `notification`) with its own database, meeting
-    /// the others on NATS.
+    /// the others on a broker (`--nats`, `--redis` or `--kafka`).
     #[arg(long, env = "SHOP_SERVICE", value_enum, default_value = "all")]
     service: Service,
 
     /// NATS server the services exchange events and the saga's commands through (JetStream), e.g.
-    /// `nats://127.0.0.1:4222`. Without it, the in-process transport.
-    #[arg(long, env = "SHOP_NATS_URL")]
+    /// `nats://127.0.0.1:4222`. Without a broker, the in-process transport.
+    #[arg(long, env = "SHOP_NATS_URL", conflicts_with_all = ["redis", "kafka"])]
     nats: Option<String>,
 
-    /// Stream and subject names on NATS start with this.
-    #[arg(long, env = "SHOP_NATS_PREFIX", default_value = "shop")]
-    nats_prefix: String,
+    /// Redis server the services meet on instead (Redis Streams), e.g.
+    /// `redis://127.0.0.1:6379`.
+    #[arg(long, env = "SHOP_REDIS_URL", conflicts_with = "kafka")]
+    redis: Option<String>,
+
+    /// Kafka brokers the services meet on instead, e.g. `127.0.0.1:9092`.
+    #[arg(long, env = "SHOP_KAFKA_SERVERS")]
+    kafka: Option<String>,
+
+    /// Kafka: whether the shop creates its topics (`false` for brokers that create them
+    /// themselves, as librdkafka's mock cluster does).
+    #[arg(long, env = "SHOP_KAFKA_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
+    kafka_create_topics: bool,
+
+    /// How many partitions each address is split into on the broker (every service of the
+    /// shop must use the same count).
+    #[arg(long, env = "SHOP_BROKER_PARTITIONS", default_value_t = 8)]
+    broker_partitions: u16,
+
+    /// The names on the broker (streams, subjects, topics) start with this.
+    #[arg(
+        long,
+        env = "SHOP_BROKER_PREFIX",
+        alias = "nats-prefix",
+        default_value = "shop"
+    )]
+    broker_prefix: String,
 
     /// bandeja's configuration file (TOML; bandeja's keys or the seed's `app.*` ones),
     /// over the shop's defaults and under the `BANDEJA_*` variables. An unknown key or a
@@ -93,7 +117,34 @@ fn init_logging(format: Option<LogFormat>) -> Result<(), bandeja::logging::Loggi
     Logging::new().default_filter("info").format(format).init()
 }
 
+/// The broker of `--nats`, `--redis` or `--kafka` (at most one: clap refuses two).
+fn broker(args: &Args) -> Option<BrokerSettings> {
+    let prefix = args.broker_prefix.clone();
+    let partitions = args.broker_partitions;
+    if let Some(url) = &args.nats {
+        return Some(BrokerSettings::Nats {
+            url: url.clone(),
+            prefix,
+            partitions,
+        });
+    }
+    if let Some(url) = &args.redis {
+        return Some(BrokerSettings::Redis {
+            url: url.clone(),
+            prefix,
+            partitions,
+        });
+    }
+    args.kafka.as_ref().map(|servers| BrokerSettings::Kafka {
+        servers: servers.clone(),
+        prefix,
+        partitions,
+        create_topics: args.kafka_create_topics,
+    })
+}
+
 async fn run(args: Args) -> Result<(), StartError> {
+    let broker = broker(&args);
     let settings = Settings {
         listen: args.listen,
         notification_delay: args.notification_delay.unwrap_or(Duration::ZERO),
@@ -101,10 +152,7 @@ async fn run(args: Args) -> Result<(), StartError> {
         run_log: args.run_log,
         service: args.service,
         config: args.config,
-        nats: args.nats.map(|url| NatsSettings {
-            url,
-            prefix: args.nats_prefix,
-        }),
+        broker,
         admin: AdminSettings {
             listen: args.admin_listen,
             token: args.admin_token.filter(|t| !t.trim().is_empty()),

@@ -11,7 +11,9 @@ use axum::response::Redirect;
 use axum::routing::get;
 use axum::Router;
 use bandeja::admin::Admin;
+use bandeja::kafka::{KafkaOptions, KafkaTransport};
 use bandeja::nats::{NatsOptions, NatsTransport};
+use bandeja::redis::{RedisOptions, RedisTransport};
 use bandeja::transport::Transport;
 
 use tokio::net::TcpListener;
@@ -42,8 +44,8 @@ pub struct Settings {
     pub service: Service,
     /// bandeja's configuration file (`--config`, `BANDEJA_CONFIG`), if any.
     pub config: Option<PathBuf>,
-    /// NATS JetStream between the services (`None`: the in-process transport).
-    pub nats: Option<NatsSettings>,
+    /// The broker between the services (`None`: the in-process transport).
+    pub broker: Option<BrokerSettings>,
     /// bandeja's admin endpoints (health, boxes, metrics, dashboard).
     pub admin: AdminSettings,
 }
@@ -73,13 +75,91 @@ impl std::fmt::Debug for AdminSettings {
     }
 }
 
-/// Where the services meet on NATS.
+/// The broker the services meet on, and the prefix of the names they meet under.
 #[derive(Debug, Clone)]
-pub struct NatsSettings {
-    /// The server, e.g. `nats://127.0.0.1:4222`.
-    pub url: String,
-    /// Stream and subject names start with this (`shop`: stream `SHOP_EVENTS`).
-    pub prefix: String,
+pub enum BrokerSettings {
+    /// NATS JetStream at `url` (e.g. `nats://127.0.0.1:4222`).
+    Nats {
+        /// The server.
+        url: String,
+        /// Stream and subject names start with this (`shop`: stream `SHOP_EVENTS`).
+        prefix: String,
+        /// The partition count every service uses.
+        partitions: u16,
+    },
+    /// Redis Streams at `url` (e.g. `redis://127.0.0.1:6379`).
+    Redis {
+        /// The server.
+        url: String,
+        /// Stream names start with this (`shop`: stream `shop.events.p0`).
+        prefix: String,
+        /// The partition count every service uses.
+        partitions: u16,
+    },
+    /// Kafka with the brokers `servers` (e.g. `127.0.0.1:9092`).
+    Kafka {
+        /// The bootstrap servers.
+        servers: String,
+        /// Topic names start with this (`shop`: topic `shop.events`).
+        prefix: String,
+        /// The partition count every service uses (and the topics have).
+        partitions: u16,
+        /// Whether the transport creates its topics (off for brokers that create them
+        /// themselves, as librdkafka's mock cluster does).
+        create_topics: bool,
+    },
+}
+
+impl BrokerSettings {
+    /// The broker's name and address, for logs and errors.
+    pub fn describe(&self) -> String {
+        match self {
+            BrokerSettings::Nats { url, .. } => format!("NATS at {url}"),
+            BrokerSettings::Redis { url, .. } => format!("Redis at {url}"),
+            BrokerSettings::Kafka { servers, .. } => format!("Kafka at {servers}"),
+        }
+    }
+
+    /// Connects the transport.
+    async fn connect(&self) -> Result<Arc<dyn Transport>, bandeja::transport::TransportError> {
+        Ok(match self {
+            BrokerSettings::Nats {
+                url,
+                prefix,
+                partitions,
+            } => {
+                let options = NatsOptions {
+                    url: url.clone(),
+                    prefix: prefix.clone(),
+                    partitions: *partitions,
+                    ..NatsOptions::default()
+                };
+                Arc::new(NatsTransport::connect(options).await?)
+            }
+            BrokerSettings::Redis {
+                url,
+                prefix,
+                partitions,
+            } => {
+                let options = RedisOptions::new(url.clone())
+                    .prefix(prefix.clone())
+                    .partitions(*partitions);
+                Arc::new(RedisTransport::connect(options).await?)
+            }
+            BrokerSettings::Kafka {
+                servers,
+                prefix,
+                partitions,
+                create_topics,
+            } => {
+                let options = KafkaOptions::new(servers.clone())
+                    .prefix(prefix.clone())
+                    .partitions(*partitions)
+                    .create_topics(*create_topics);
+                Arc::new(KafkaTransport::connect(options).await?)
+            }
+        })
+    }
 }
 
 /// Runs the shop on `db` until Ctrl-C or SIGTERM: migrates bandeja's boxes and the shop's
@@ -99,21 +179,16 @@ pub async fn run<D: ShopDb + Admin>(db: D, settings: Settings) -> Result<(), Sta
     db::migrate(&db)
         .await
         .map_err(|e| format!("migrating the shop's tables: {e}"))?;
-    let transport: Option<Arc<dyn Transport>> = match &settings.nats {
-        Some(nats) => {
-            let options = NatsOptions {
-                url: nats.url.clone(),
-                prefix: nats.prefix.clone(),
-                ..NatsOptions::default()
-            };
-            let transport = NatsTransport::connect(options)
+    let transport: Option<Arc<dyn Transport>> = match &settings.broker {
+        Some(broker) => Some(
+            broker
+                .connect()
                 .await
-                .map_err(|e| format!("connecting to NATS at {}: {e}", nats.url))?;
-            Some(Arc::new(transport))
-        }
+                .map_err(|e| format!("connecting to {}: {e}", broker.describe()))?,
+        ),
         None if settings.service != Service::All => {
             return Err(format!(
-                "`--service {}` runs one service of the shop: give the broker the services meet on with `--nats nats://127.0.0.1:4222`",
+                "`--service {}` runs one service of the shop: give the broker the services meet on with `--nats nats://127.0.0.1:4222`, `--redis redis://127.0.0.1:6379` or `--kafka 127.0.0.1:9092`",
                 settings.service.name()
             )
             .into())
@@ -186,7 +261,7 @@ pub async fn run<D: ShopDb + Admin>(db: D, settings: Settings) -> Result<(), Sta
     };
     println!("shop listening on http://{address}");
     announce_admin(admin_base, generated.then_some(token.as_str()));
-    tracing::info!(%address, service = settings.service.name(), nats = settings.nats.as_ref().map(|n| n.url.as_str()), notification_delay = ?settings.notification_delay, step_delay = ?settings.step_delay, "shop started");
+    tracing::info!(%address, service = settings.service.name(), broker = settings.broker.as_ref().map(BrokerSettings::describe), notification_delay = ?settings.notification_delay, step_delay = ?settings.step_delay, "shop started");
 
     // Until Ctrl-C or SIGTERM: the servers stop taking requests and finish those in
     // flight, then the workers stop gracefully.

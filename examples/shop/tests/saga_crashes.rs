@@ -74,7 +74,7 @@ async fn killed_orchestrator_and_step_service_resume_and_apply_each_step_once() 
             &[
                 ("SHOP_SERVICE", service),
                 ("SHOP_NATS_URL", &nats),
-                ("SHOP_NATS_PREFIX", &prefix),
+                ("SHOP_BROKER_PREFIX", &prefix),
                 ("SHOP_STEP_DELAY", "300ms"),
                 ("SHOP_RUN_LOG", &run_log_text),
                 // A killed process's claims expire soon, so its restart takes them over.

@@ -1,5 +1,5 @@
 //! `pair-service`: one of the two services of the broker tests, as its own process with
-//! its own PostgreSQL schema, talking to the other only through NATS JetStream, RabbitMQ or Redis Streams.
+//! its own PostgreSQL schema, talking to the other only through NATS JetStream, RabbitMQ, Redis Streams or Kafka.
 //!
 //! ```text
 //! pair-service --role consumer --transport nats --broker-url nats://127.0.0.1:4222 \
@@ -45,6 +45,7 @@ enum Broker {
     Nats,
     Amqp,
     Redis,
+    Kafka,
 }
 
 /// Command-line arguments.
@@ -87,6 +88,11 @@ struct Args {
     /// Producer: milliseconds between two emitting transactions.
     #[arg(long, default_value_t = 100)]
     emit_every: u64,
+    /// Kafka: whether the transport creates its topics (off for librdkafka's mock
+    /// cluster, which creates a topic of 4 partitions when its metadata is first asked
+    /// for and does not answer `CreateTopics`).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    kafka_create_topics: bool,
 }
 
 async fn transport(args: &Args) -> Result<Arc<dyn Transport>, Box<dyn Error>> {
@@ -117,6 +123,14 @@ async fn transport(args: &Args) -> Result<Arc<dyn Transport>, Box<dyn Error>> {
                 ..Default::default()
             };
             Arc::new(bandeja::redis::RedisTransport::connect(options).await?)
+        }
+        Broker::Kafka => {
+            let options = bandeja::kafka::KafkaOptions::new(&args.broker_url)
+                .prefix(&args.prefix)
+                .partitions(4)
+                .create_topics(args.kafka_create_topics)
+                .session_timeout(std::time::Duration::from_secs(6));
+            Arc::new(bandeja::kafka::KafkaTransport::connect(options).await?)
         }
     })
 }

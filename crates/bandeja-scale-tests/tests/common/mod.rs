@@ -10,6 +10,7 @@
 
 pub(crate) mod chaos;
 pub(crate) mod fleet;
+pub(crate) mod kafka_mock;
 pub(crate) mod pair;
 mod worker;
 

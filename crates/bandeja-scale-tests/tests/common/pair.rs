@@ -22,7 +22,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(240);
 
 /// The broker under test, which the run stops and starts again.
 pub(crate) trait Broker {
-    /// `nats`, `amqp` or `redis`.
+    /// `nats`, `amqp`, `redis` or `kafka`.
     fn transport(&self) -> &'static str;
     /// The address the services connect to.
     fn url(&self) -> String;
@@ -30,6 +30,10 @@ pub(crate) trait Broker {
     fn stop(&mut self);
     /// Starts it again; returns once it accepts connections.
     fn start(&mut self);
+    /// Arguments every service of the run takes for this broker.
+    fn extra_args(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Waits (at most a minute) until something listens on `port` of 127.0.0.1 (`up`) or
@@ -172,6 +176,7 @@ pub(crate) fn service_args(
     ]
     .iter()
     .map(|s| (*s).to_owned())
+    .chain(broker.extra_args())
     .collect()
 }
 

@@ -35,6 +35,11 @@ pub struct KafkaOptions {
     /// How long the consumer gathers a batch after its first message before storing it.
     /// At most 1 s. Default 5 ms.
     pub batch_wait: Duration,
+    /// How long a fetch may wait on the brokers for new messages (`fetch.wait.max.ms`).
+    /// Brokers answer as soon as a message arrives, so this only bounds an idle fetch
+    /// (librdkafka's mock cluster answers only when it runs out: there it is the
+    /// latency). 1 ms to 10 s. Default 100 ms.
+    pub fetch_wait: Duration,
     /// The consumer group session timeout (`session.timeout.ms`): how long a process that
     /// died keeps its partitions before the group hands them to the others. 1 s to 5 min.
     /// Default 10 s.
@@ -54,7 +59,7 @@ pub const DEFAULT_BOOTSTRAP_SERVERS: &str = "127.0.0.1:9092";
 const MAX_PREFIX_BYTES: usize = 100;
 
 /// The librdkafka settings this transport sets itself.
-pub(crate) const RESERVED_SETTINGS: [&str; 12] = [
+pub(crate) const RESERVED_SETTINGS: [&str; 13] = [
     "bootstrap.servers",
     "enable.idempotence",
     "acks",
@@ -67,6 +72,7 @@ pub(crate) const RESERVED_SETTINGS: [&str; 12] = [
     "allow.auto.create.topics",
     "isolation.level",
     "max.in.flight.requests.per.connection",
+    "fetch.wait.max.ms",
 ];
 
 impl Default for KafkaOptions {
@@ -79,6 +85,7 @@ impl Default for KafkaOptions {
             create_topics: true,
             message_timeout: Duration::from_secs(30),
             batch_wait: Duration::from_millis(5),
+            fetch_wait: Duration::from_millis(100),
             session_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(10),
             client_config: BTreeMap::new(),
@@ -138,6 +145,13 @@ impl KafkaOptions {
     #[must_use]
     pub fn batch_wait(mut self, wait: Duration) -> Self {
         self.batch_wait = wait;
+        self
+    }
+
+    /// How long an idle fetch waits on the brokers. Default 100 ms.
+    #[must_use]
+    pub fn fetch_wait(mut self, wait: Duration) -> Self {
+        self.fetch_wait = wait;
         self
     }
 
@@ -205,6 +219,12 @@ impl KafkaOptions {
             return invalid(format!(
                 "`batch_wait` is {:?}: use at most 1 s",
                 self.batch_wait
+            ));
+        }
+        if self.fetch_wait.is_zero() || self.fetch_wait > Duration::from_secs(10) {
+            return invalid(format!(
+                "`fetch_wait` is {:?}: use 1 ms to 10 s",
+                self.fetch_wait
             ));
         }
         if self.session_timeout < Duration::from_secs(1)

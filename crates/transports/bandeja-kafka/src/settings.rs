@@ -65,6 +65,7 @@ impl Settings {
                 "heartbeat.interval.ms",
                 millis(self.options.session_timeout / 4),
             )
+            .set("fetch.wait.max.ms", millis(self.options.fetch_wait))
             .set("enable.partition.eof", "false");
         config
     }

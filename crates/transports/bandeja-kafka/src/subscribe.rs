@@ -17,7 +17,10 @@ use async_trait::async_trait;
 use bandeja_core::reception::InboxSink;
 use bandeja_core::record::MessageKind;
 use bandeja_core::transport::{SubscribeRequest, Subscription};
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
+};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::watch;
@@ -68,14 +71,14 @@ pub(crate) async fn subscribe(
         topics.ensure(topic).await?;
     }
     let group = group(&settings.options.prefix, &request.service, request.kind);
-    let consumer: StreamConsumer =
-        settings
-            .consumer(&group)
-            .create()
-            .map_err(|source| KafkaError::Client {
-                client: "consumer",
-                source,
-            })?;
+    let (joined, mut has_joined) = watch::channel(false);
+    let consumer: StreamConsumer<Joined> = settings
+        .consumer(&group)
+        .create_with_context(Joined { joined })
+        .map_err(|source| KafkaError::Client {
+            client: "consumer",
+            source,
+        })?;
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     consumer.subscribe(&refs).map_err(KafkaError::Consume)?;
     let (stop, stopped) = watch::channel(false);
@@ -102,12 +105,45 @@ pub(crate) async fn subscribe(
         sink,
         stopped,
         wanted,
-        group,
+        group: group.clone(),
     };
-    Ok(KafkaSubscription {
-        stop,
-        task: tokio::spawn(task.run()),
-    })
+    let task = tokio::spawn(task.run());
+    // The group's first assignment, before the runtime starts the workers: a process
+    // consumes from the moment it is started, not after its group's join delay (nothing
+    // would be lost without it, a new group reading from the oldest message kept).
+    let wait = settings.options.session_timeout + settings.options.request_timeout;
+    if tokio::time::timeout(wait, has_joined.wait_for(|joined| *joined))
+        .await
+        .is_err()
+    {
+        tracing::warn!(group = %group, ?wait, "the Kafka consumer group gave this process no partitions yet: it goes on, and consumes once it does");
+    }
+    Ok(KafkaSubscription { stop, task })
+}
+
+/// The consumer's context: tells [`subscribe`] when the group first gave this consumer
+/// its partitions, and logs every assignment and revocation.
+pub(crate) struct Joined {
+    joined: watch::Sender<bool>,
+}
+
+impl ClientContext for Joined {}
+
+impl ConsumerContext for Joined {
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Assign(partitions) => {
+                tracing::debug!(partitions = partitions.count(), "Kafka partitions assigned");
+                let _ = self.joined.send(true);
+            }
+            Rebalance::Revoke(partitions) => {
+                tracing::debug!(partitions = partitions.count(), "Kafka partitions revoked");
+            }
+            Rebalance::Error(error) => {
+                tracing::warn!(%error, "a Kafka rebalance failed");
+            }
+        }
+    }
 }
 
 /// A running subscription: its consuming task.
@@ -150,7 +186,7 @@ struct Received {
 
 /// The consuming task of one subscription.
 struct Consuming {
-    consumer: Arc<StreamConsumer>,
+    consumer: Arc<StreamConsumer<Joined>>,
     kind: MessageKind,
     batch_size: usize,
     batch_wait: Duration,

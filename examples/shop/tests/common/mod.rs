@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test file uses its own part of the helpers
 
 pub(crate) mod in_process;
+pub(crate) mod services;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read};
