@@ -26,7 +26,7 @@
 //!   schema through a pool of their own) or `--store sqlite` (`--database-url` of the
 //!   shared file, `--runs-url` of the runs file). The schema or file must be migrated and
 //!   hold `fleet_effects` (and, on PostgreSQL, `fleet_runs`).
-//! - The transport: in process (default), or `--transport nats|amqp` with `--broker-url`,
+//! - The transport: in process (default), or `--transport nats|amqp|redis|kafka` with `--broker-url`,
 //!   `--prefix` (stream / exchange names) and `--service` (every process of one service
 //!   shares its durable consumers or queues). Commands for `--command-target` travel on
 //!   the topic `<prefix>-<target>`.
@@ -68,6 +68,10 @@ enum TransportKind {
     Inproc,
     Nats,
     Amqp,
+    Redis,
+    /// Kafka; on librdkafka's mock cluster (`kafka-mock`), which creates its topics itself
+    /// with 4 partitions, the transport creates none.
+    Kafka,
 }
 
 /// Command-line arguments.
@@ -212,6 +216,28 @@ async fn transport(args: &Args) -> Result<Option<Arc<dyn Transport>>, Box<dyn Er
                 .auto_delete_exchanges(true);
             Some(Arc::new(
                 bandeja::amqp::AmqpTransport::connect(options).await?,
+            ))
+        }
+        TransportKind::Redis => {
+            // A killed process's entries are taken over after 3 s (30 s by default).
+            let options = bandeja::redis::RedisOptions::new(url()?)
+                .prefix(args.prefix.clone())
+                .partitions(4)
+                .claim_idle(Duration::from_secs(3));
+            Some(Arc::new(
+                bandeja::redis::RedisTransport::connect(options).await?,
+            ))
+        }
+        TransportKind::Kafka => {
+            // A killed process's partitions go to the others after 6 s.
+            let options = bandeja::kafka::KafkaOptions::new(url()?)
+                .prefix(args.prefix.clone())
+                .partitions(4)
+                .create_topics(false)
+                .session_timeout(Duration::from_secs(6))
+                .fetch_wait(Duration::from_millis(20));
+            Some(Arc::new(
+                bandeja::kafka::KafkaTransport::connect(options).await?,
             ))
         }
     })

@@ -12,6 +12,7 @@ pub(crate) mod chaos;
 pub(crate) mod fleet;
 pub(crate) mod kafka_mock;
 pub(crate) mod pair;
+pub(crate) mod shared;
 mod worker;
 
 use std::time::{Duration, Instant};

@@ -18,6 +18,7 @@ use bandeja_core::reception::InboxSink;
 use bandeja_core::record::MessageKind;
 use bandeja_core::transport::{SubscribeRequest, Subscription};
 use rdkafka::client::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
 };
@@ -127,7 +128,33 @@ pub(crate) struct Joined {
     joined: watch::Sender<bool>,
 }
 
-impl ClientContext for Joined {}
+impl ClientContext for Joined {
+    /// librdkafka's log lines, as `tracing` events of target `librdkafka`. A commit refused
+    /// during a rebalance (`COMMITFAIL`) is expected here (the new owner redelivers, the
+    /// inbox drops the copies): logged at debug, not as a warning.
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        match level {
+            _ if facility == "COMMITFAIL" => {
+                tracing::debug!(target: "librdkafka", facility, "{message}");
+            }
+            RDKafkaLogLevel::Emerg
+            | RDKafkaLogLevel::Alert
+            | RDKafkaLogLevel::Critical
+            | RDKafkaLogLevel::Error => {
+                tracing::error!(target: "librdkafka", facility, "{message}");
+            }
+            RDKafkaLogLevel::Warning => {
+                tracing::warn!(target: "librdkafka", facility, "{message}");
+            }
+            RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => {
+                tracing::info!(target: "librdkafka", facility, "{message}");
+            }
+            RDKafkaLogLevel::Debug => {
+                tracing::debug!(target: "librdkafka", facility, "{message}");
+            }
+        }
+    }
+}
 
 impl ConsumerContext for Joined {
     fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
