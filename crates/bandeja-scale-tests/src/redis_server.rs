@@ -33,6 +33,18 @@ impl RedisServer {
         self.0.stop(true)
     }
 
+    /// Kills it with SIGKILL (no sync, its clients' connections cut without a close);
+    /// returns once the port is closed. What `appendfsync always` wrote survives.
+    pub fn kill(&mut self) -> Result<(), String> {
+        self.0.stop(false)
+    }
+
+    /// Its port.
+    #[must_use]
+    pub fn port(&self) -> u16 {
+        self.0.port()
+    }
+
     /// Starts it again on the same port and directory (it reloads its append-only file);
     /// returns once it accepts connections.
     pub fn resume(&mut self) -> Result<(), String> {

@@ -57,9 +57,13 @@ struct Args {
     /// The NATS stream and subject prefix (with `--nats`).
     #[arg(long, default_value = "bandeja")]
     nats_prefix: String,
-    /// NATS partitions per address (with `--nats`).
+    /// NATS partitions per address (with `--nats`; with `--redis` too).
     #[arg(long, default_value_t = 4)]
     nats_partitions: u16,
+    /// Publish and consume through this Redis (Streams) instead of in process; the names
+    /// start with `--nats-prefix`.
+    #[arg(long, conflicts_with = "nats")]
+    redis: Option<String>,
     /// Each handler run takes this long (awaited inside its transaction, like a call to
     /// another service) and is recorded in the `runs` table, outside the transaction.
     #[arg(long, default_value_t = 0)]
@@ -74,10 +78,20 @@ struct Args {
 /// The service name of every `scale-worker` on a broker.
 const SERVICE: &str = "scale";
 
-/// The NATS transport of `--nats`, if given.
+/// The broker transport of `--nats` or `--redis`, if given.
 async fn nats_transport(
     args: &Args,
 ) -> Result<Option<Arc<dyn bandeja::transport::Transport>>, Box<dyn Error>> {
+    if let Some(url) = &args.redis {
+        let options = bandeja::redis::RedisOptions::new(url.clone())
+            .prefix(args.nats_prefix.clone())
+            .partitions(args.nats_partitions)
+            // A process killed with entries in hand: the others take them after this.
+            .claim_idle(Duration::from_secs(3));
+        return Ok(Some(Arc::new(
+            bandeja::redis::RedisTransport::connect(options).await?,
+        )));
+    }
     let Some(url) = &args.nats else {
         return Ok(None);
     };

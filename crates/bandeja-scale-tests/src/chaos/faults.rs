@@ -9,7 +9,7 @@ use sqlx::{Connection, PgConnection};
 
 use super::ms;
 use super::proxy::PartitionProxy;
-use crate::nats_server::NatsServer;
+use super::OwnBroker;
 
 /// An outage the run caused.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -75,15 +75,16 @@ pub(crate) async fn restart_database(
 /// At `at`, SIGKILLs `server` (no close reaches its clients), keeps it down for `down`,
 /// then starts it again on the same store; gives the server back with the outage.
 pub(crate) fn broker_outage(
-    mut server: NatsServer,
+    mut server: OwnBroker,
     at: Instant,
     down: Duration,
     started: Instant,
-) -> (NatsServer, Result<Outage, String>) {
+) -> (OwnBroker, Result<Outage, String>) {
     std::thread::sleep(at.saturating_duration_since(Instant::now()));
     let began = Instant::now();
-    eprintln!("chaos: killing nats-server (SIGKILL) for {down:?}");
-    let outage = server.stop(false).and_then(|()| {
+    let name = server.name();
+    eprintln!("chaos: killing {name} (SIGKILL) for {down:?}");
+    let outage = server.kill().and_then(|()| {
         // The outage itself: the broker stays away this long.
         std::thread::sleep(down.saturating_sub(began.elapsed()));
         server.resume()
@@ -91,9 +92,9 @@ pub(crate) fn broker_outage(
     let outage = outage.map(|()| Outage {
         at_ms: ms(began - started),
         down_ms: ms(began.elapsed()),
-        detail: format!("nats-server SIGKILLed, started again after {down:?}"),
+        detail: format!("{name} SIGKILLed, started again after {down:?}"),
     });
-    eprintln!("chaos: nats-server is back");
+    eprintln!("chaos: {name} is back");
     (server, outage)
 }
 

@@ -11,8 +11,9 @@
 //! worker held, which measures the takeover; then the run waits for everything to be
 //! handled, stops the workers with SIGTERM, and verifies. A worker that cannot start (its
 //! database or broker is down) is tried again every 2 s, and the schedule waits for it.
-//! Over NATS, the workers may reach the broker through a proxy that partitions them
-//! (connections open, no byte moving) for a while.
+//! Over NATS or Redis, the workers may reach the broker through a proxy that partitions
+//! them (connections open, no byte moving) for a while, and the run's own broker may be
+//! SIGKILLed and started again.
 
 mod emitter;
 mod faults;
@@ -46,7 +47,46 @@ pub use takeover::Takeover;
 pub use verify::Verification;
 
 use crate::nats_server::NatsServer;
+use crate::redis_server::RedisServer;
 use fleet::Fleet;
+
+/// A broker process of the run's own, which an outage kills and starts again.
+pub(crate) enum OwnBroker {
+    Nats(NatsServer),
+    Redis(RedisServer),
+}
+
+impl OwnBroker {
+    fn url(&self) -> String {
+        match self {
+            OwnBroker::Nats(server) => server.url(),
+            OwnBroker::Redis(server) => server.url(),
+        }
+    }
+
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            OwnBroker::Nats(_) => "nats-server",
+            OwnBroker::Redis(_) => "redis-server",
+        }
+    }
+
+    /// SIGKILL; returns once its port is closed.
+    pub(crate) fn kill(&mut self) -> Result<(), String> {
+        match self {
+            OwnBroker::Nats(server) => server.stop(false),
+            OwnBroker::Redis(server) => server.kill(),
+        }
+    }
+
+    /// Starts it again on the same port and store; returns once it accepts connections.
+    pub(crate) fn resume(&mut self) -> Result<(), String> {
+        match self {
+            OwnBroker::Nats(server) => server.resume(),
+            OwnBroker::Redis(server) => server.resume(),
+        }
+    }
+}
 
 /// How often the run checks on its workers and its schedule.
 const TICK: Duration = Duration::from_millis(50);
@@ -60,7 +100,7 @@ const TAKEOVER_SLACK: Duration = Duration::from_millis(1_000);
 fn crash_points(transport: TransportKind) -> &'static [&'static str] {
     match transport {
         TransportKind::InProcess => &["after-claim", "inside-handler", "after-handler-commit"],
-        TransportKind::Nats => &[
+        TransportKind::Nats | TransportKind::Redis => &[
             "after-claim",
             "after-publish-before-mark",
             "after-inbox-insert-before-ack",
@@ -112,16 +152,20 @@ async fn drained(pool: &PgPool, schema: &str, inbox_rows: u64) -> Result<bool, s
     Ok(u64::try_from(total).is_ok_and(|t| t >= inbox_rows))
 }
 
-/// The socket address of a `nats://host:port` URL (the first, if several).
+/// The socket address of a `nats://host:port` or `redis://host:port` URL (the first, if
+/// several).
 fn upstream_of(url: &str) -> Result<std::net::SocketAddr, String> {
     use std::net::ToSocketAddrs;
     let first = url.split(',').next().unwrap_or_default().trim();
-    let host_port = first.strip_prefix("nats://").unwrap_or(first);
+    let host_port = first
+        .strip_prefix("nats://")
+        .or_else(|| first.strip_prefix("redis://"))
+        .unwrap_or(first);
     host_port
         .to_socket_addrs()
         .ok()
         .and_then(|mut addrs| addrs.next())
-        .ok_or_else(|| format!("cannot resolve the NATS address {first}"))
+        .ok_or_else(|| format!("cannot resolve the broker address {first}"))
 }
 
 /// Creates and migrates the run's schema with the effect tables; the store returned is the
@@ -184,8 +228,9 @@ async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
         .await
         .map_err(|e| format!("cannot reach PostgreSQL: {e}"))?;
 
-    let mut nats = match (plan.transport, &plan.nats_url) {
-        (TransportKind::Nats, None) => Some(NatsServer::start()?),
+    let mut broker = match (plan.transport, &plan.nats_url) {
+        (TransportKind::Nats, None) => Some(OwnBroker::Nats(NatsServer::start()?)),
+        (TransportKind::Redis, _) => Some(OwnBroker::Redis(RedisServer::start()?)),
         _ => None,
     };
     let mut args = vec![
@@ -199,22 +244,28 @@ async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
         plan.fail_rate.to_string(),
     ];
     let mut proxy = None;
-    if plan.transport == TransportKind::Nats {
+    if plan.transport != TransportKind::InProcess {
+        let scheme = if plan.transport == TransportKind::Redis {
+            "redis"
+        } else {
+            "nats"
+        };
         let mut url = plan
             .nats_url
             .clone()
-            .or_else(|| nats.as_ref().map(NatsServer::url))
+            .filter(|_| plan.transport == TransportKind::Nats)
+            .or_else(|| broker.as_ref().map(OwnBroker::url))
             .unwrap_or_default();
         if plan.broker_partition_at.is_some() {
             let upstream = upstream_of(&url)?;
             let started = proxy::PartitionProxy::start(upstream)
                 .await
                 .map_err(|e| format!("cannot start the partition proxy: {e}"))?;
-            url = format!("nats://127.0.0.1:{}", started.port());
+            url = format!("{scheme}://127.0.0.1:{}", started.port());
             proxy = Some(Arc::new(started));
         }
         args.extend([
-            "--nats".to_owned(),
+            format!("--{scheme}"),
             url,
             "--nats-prefix".to_owned(),
             format!("chaos{}", &schema[6..14]),
@@ -250,9 +301,9 @@ async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
     });
     let broker_outage = match plan.broker_outage_at {
         Some(at) => {
-            let server = nats
+            let server = broker
                 .take()
-                .ok_or("--broker-outage-at needs the run's own nats-server")?;
+                .ok_or("--broker-outage-at needs a broker of the run's own")?;
             let (at, down) = (started + plan::secs(at), plan::secs(plan.broker_outage));
             Some(tokio::task::spawn_blocking(move || {
                 faults::broker_outage(server, at, down, started)
@@ -372,7 +423,7 @@ async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
         report.broker_partition = Some(handle.await.map_err(|e| format!("partition task: {e}"))?);
     }
     drop(proxy);
-    drop(nats);
+    drop(broker);
     report.samples = sampling.await.map_err(|e| format!("sampler: {e}"))?;
     let emission = emitted.unwrap_or_default();
     report.verification = verify::verify(&monitor, &schema, emission.committed, emission.poison)

@@ -13,6 +13,10 @@ pub enum TransportKind {
     InProcess,
     /// NATS JetStream: workers publish and consume as the service `scale`.
     Nats,
+    /// Redis Streams, the same way, on a `redis-server` of the run's own that keeps an
+    /// append-only file synced at every write (from `REDIS_SERVER`, default
+    /// `/usr/bin/redis-server`).
+    Redis,
 }
 
 /// One chaos run. Defaults are the full run of issue 6 (3 workers, 50,000 messages, 20
@@ -93,14 +97,14 @@ pub struct Plan {
     /// ...and how many seconds it stays stopped in between (0: a plain restart).
     #[arg(long, default_value_t = 0.0)]
     pub database_down_for: f64,
-    /// Kill the run's own `nats-server` with SIGKILL (its clients' connections are cut
+    /// Kill the run's own broker (`nats-server`, `redis-server`) with SIGKILL (its clients' connections are cut
     /// without a close) this many seconds after emission starts...
     #[arg(long)]
     pub broker_outage_at: Option<f64>,
     /// ...and start it again this many seconds later.
     #[arg(long, default_value_t = 30.0)]
     pub broker_outage: f64,
-    /// With `--transport nats`: partition the workers from the broker this many seconds
+    /// With a broker: partition the workers from the broker this many seconds
     /// after emission starts — a proxy between them stops moving bytes but keeps every
     /// connection open (no close, no reset)...
     #[arg(long)]
@@ -196,17 +200,17 @@ impl Plan {
                 }
             }
         }
-        if self.broker_outage_at.is_some()
-            && (self.transport != TransportKind::Nats || self.nats_url.is_some())
-        {
+        let own_broker = self.transport == TransportKind::Redis
+            || (self.transport == TransportKind::Nats && self.nats_url.is_none());
+        if self.broker_outage_at.is_some() && !own_broker {
             return Err(
-                "--broker-outage-at needs --transport nats and the run's own nats-server \
-                 (leave out --nats-url)"
+                "--broker-outage-at needs a broker of the run's own: --transport redis, or \
+                 --transport nats without --nats-url"
                     .to_owned(),
             );
         }
-        if self.broker_partition_at.is_some() && self.transport != TransportKind::Nats {
-            return Err("--broker-partition-at needs --transport nats".to_owned());
+        if self.broker_partition_at.is_some() && self.transport == TransportKind::InProcess {
+            return Err("--broker-partition-at needs --transport nats or redis".to_owned());
         }
         if self.kills > 0 && self.emit_rate == 0.0 {
             return Err(

@@ -56,6 +56,7 @@ impl Report {
             transport: match plan.transport {
                 TransportKind::InProcess => "in-process",
                 TransportKind::Nats => "nats",
+                TransportKind::Redis => "redis",
             }
             .to_owned(),
             workers: plan.workers,
