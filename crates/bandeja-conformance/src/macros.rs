@@ -120,3 +120,31 @@ macro_rules! __conformance_tests {
         ));
     };
 }
+
+/// Generates the `#[tokio::test]` of [`foreign::python_clients_publish_and_consume`](crate::foreign::python_clients_publish_and_consume)
+/// on one broker: `$store` and `$transport` as for [`transport_conformance_tests!`];
+/// `$broker` the Python client's name for the broker (`"nats"`, `"amqp"`, `"redis"`,
+/// `"kafka"`), `$url` an expression giving its address, `$prefix` a function from the
+/// harness's namespace to the prefix the transports of `$transport` name things with.
+#[macro_export]
+macro_rules! foreign_clients_test {
+    ($store:path, $transport:path, $broker:literal, $url:expr, $prefix:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_python_client_publishes_events_handled_once_and_reads_what_bandeja_publishes() {
+            let harness = $crate::transport::Harness::new(
+                || -> $crate::transport::StoreFuture<_> {
+                    Box::pin(async {
+                        let (store, guard) = $store().await;
+                        (store, Box::new(guard) as Box<dyn std::any::Any + Send>)
+                    })
+                },
+                |namespace: String| -> $crate::transport::TransportFuture {
+                    Box::pin($transport(namespace))
+                },
+            );
+            let prefix: String = ($prefix)(harness.namespace());
+            $crate::foreign::python_clients_publish_and_consume(harness, $broker, &$url, &prefix)
+                .await;
+        }
+    };
+}

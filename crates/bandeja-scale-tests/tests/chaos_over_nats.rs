@@ -13,41 +13,5 @@ mod common;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kills_a_partition_and_a_thirty_second_broker_outage_lose_nothing() {
-    let report = common::chaos::run(&[
-        "--transport",
-        "nats",
-        "--workers",
-        "3",
-        "--messages",
-        "6000",
-        "--emit-rate",
-        "1000",
-        "--kills",
-        "4",
-        "--crash-points",
-        "--lease",
-        "2",
-        "--poison-every",
-        "500",
-        "--broker-partition-at",
-        "2",
-        "--broker-partition",
-        "10",
-        "--broker-outage-at",
-        "14",
-        "--broker-outage",
-        "30",
-        "--sample-every",
-        "2",
-    ])
-    .await;
-    let outage = report
-        .broker_outage
-        .as_ref()
-        .expect("the broker was stopped");
-    assert!(outage.down_ms >= 30_000, "{outage:?}");
-    let partition = report.broker_partition.as_ref().expect("a partition");
-    assert!(partition.down_ms >= 10_000, "{partition:?}");
-    assert_eq!(report.kills.len(), 4, "every planned kill happened");
-    assert_eq!(report.verification.effects, 2 * (6_000 - 12));
+    common::chaos::broker_run("nats").await;
 }

@@ -19,3 +19,47 @@ pub(crate) async fn run(flags: &[&str]) -> Report {
     assert!(report.passed(), "the contract broke:\n{}", report.text());
     report
 }
+
+/// The bounded broker run of CI (`chaos_over_nats`, `chaos_over_redis`) over `transport`:
+/// 3 workers, 6,000 messages at 1,000/s, 4 kills with crash points, a 10 s partition at
+/// 2 s, a 30 s SIGKILL outage of the run's own broker at 14 s; checks that every fault
+/// happened and every effect is there.
+pub(crate) async fn broker_run(transport: &str) {
+    let report = run(&[
+        "--transport",
+        transport,
+        "--workers",
+        "3",
+        "--messages",
+        "6000",
+        "--emit-rate",
+        "1000",
+        "--kills",
+        "4",
+        "--crash-points",
+        "--lease",
+        "2",
+        "--poison-every",
+        "500",
+        "--broker-partition-at",
+        "2",
+        "--broker-partition",
+        "10",
+        "--broker-outage-at",
+        "14",
+        "--broker-outage",
+        "30",
+        "--sample-every",
+        "2",
+    ])
+    .await;
+    let outage = report
+        .broker_outage
+        .as_ref()
+        .expect("the broker was stopped");
+    assert!(outage.down_ms >= 30_000, "{outage:?}");
+    let partition = report.broker_partition.as_ref().expect("a partition");
+    assert!(partition.down_ms >= 10_000, "{partition:?}");
+    assert_eq!(report.kills.len(), 4, "every planned kill happened");
+    assert_eq!(report.verification.effects, 2 * (6_000 - 12));
+}
