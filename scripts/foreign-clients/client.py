@@ -17,7 +17,8 @@ bandeja's (docs/brokers.md):
   NATS      subject   <prefix>.events.p<N>.<type with characters other than [A-Za-z0-9_-] as _>
   RabbitMQ  exchange  <prefix>.events, routing key p<N>.<type>
   Redis     stream    <prefix>.events.p<N>, fields id, address (= type), type, body
-  Kafka     topic     <prefix>.events, partition N, key = the partition key
+  Kafka     topic     <prefix>.events, partition N, key = the partition key, header
+                      bandeja-type = the type
 where N is FNV-1a (32 bits) of the partition key, modulo the partition count.
 """
 
@@ -223,7 +224,12 @@ def kafka_publish(args):
             value=body,
             key=key.encode("utf-8"),
             partition=partition,
-            headers=[("content-type", CONTENT_TYPE.encode("utf-8"))],
+            # bandeja's consumers store only the types their service subscribes to, by
+            # this header (without it, every consuming service stores the event).
+            headers=[
+                ("content-type", CONTENT_TYPE.encode("utf-8")),
+                ("bandeja-type", args.type.encode("utf-8")),
+            ],
         ).get(timeout=args.timeout)
     producer.flush()
     producer.close()

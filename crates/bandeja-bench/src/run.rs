@@ -139,7 +139,8 @@ async fn transport(args: &Args) -> Result<Option<Arc<dyn Transport>>, BoxError> 
             let options = bandeja::kafka::KafkaOptions::new(servers)
                 .prefix(prefix)
                 .partitions(args.partitions)
-                .create_topics(!args.kafka_mock);
+                .create_topics(!args.kafka_mock)
+                .broker_creates_topics(args.kafka_mock);
             // The mock cluster answers a fetch only when its wait runs out (real brokers
             // answer as soon as a message arrives): a short wait there, the default on
             // real brokers.

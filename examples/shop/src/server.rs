@@ -104,8 +104,9 @@ pub enum BrokerSettings {
         prefix: String,
         /// The partition count every service uses (and the topics have).
         partitions: u16,
-        /// Whether the transport creates its topics (off for brokers that create them
-        /// themselves, as librdkafka's mock cluster does).
+        /// Whether the transport creates its topics with `CreateTopics`; off, the brokers
+        /// create a missing one when its metadata is asked for (as librdkafka's mock
+        /// cluster does, with its own partition count).
         create_topics: bool,
     },
 }
@@ -155,7 +156,8 @@ impl BrokerSettings {
                 let options = KafkaOptions::new(servers.clone())
                     .prefix(prefix.clone())
                     .partitions(*partitions)
-                    .create_topics(*create_topics);
+                    .create_topics(*create_topics)
+                    .broker_creates_topics(!*create_topics);
                 Arc::new(KafkaTransport::connect(options).await?)
             }
         })

@@ -234,6 +234,7 @@ async fn transport(args: &Args) -> Result<Option<Arc<dyn Transport>>, Box<dyn Er
                 .prefix(args.prefix.clone())
                 .partitions(4)
                 .create_topics(false)
+                .broker_creates_topics(true)
                 .session_timeout(Duration::from_secs(6))
                 .fetch_wait(Duration::from_millis(20));
             Some(Arc::new(

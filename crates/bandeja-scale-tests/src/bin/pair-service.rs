@@ -88,9 +88,9 @@ struct Args {
     /// Producer: milliseconds between two emitting transactions.
     #[arg(long, default_value_t = 100)]
     emit_every: u64,
-    /// Kafka: whether the transport creates its topics (off for librdkafka's mock
-    /// cluster, which creates a topic of 4 partitions when its metadata is first asked
-    /// for and does not answer `CreateTopics`).
+    /// Kafka: whether the transport creates its topics with `CreateTopics` (off for
+    /// librdkafka's mock cluster, which does not answer it: the brokers are then asked to
+    /// create a missing topic with the metadata request, 4 partitions on the mock).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     kafka_create_topics: bool,
 }
@@ -129,6 +129,7 @@ async fn transport(args: &Args) -> Result<Arc<dyn Transport>, Box<dyn Error>> {
                 .prefix(&args.prefix)
                 .partitions(4)
                 .create_topics(args.kafka_create_topics)
+                .broker_creates_topics(!args.kafka_create_topics)
                 .session_timeout(std::time::Duration::from_secs(6));
             Arc::new(bandeja::kafka::KafkaTransport::connect(options).await?)
         }

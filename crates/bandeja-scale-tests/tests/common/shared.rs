@@ -186,6 +186,12 @@ pub(crate) async fn run(plan: Plan<'_>) {
         .await;
     if kill == Kill::None {
         assert_eq!(runs.len(), messages, "one run per message");
+    } else {
+        assert!(
+            runs.len() >= messages,
+            "every message ran (what the killed process had in hand maybe twice): {} runs",
+            runs.len()
+        );
     }
     let mut last: std::collections::BTreeMap<&str, i64> = Default::default();
     let mut out_of_order = Vec::new();

@@ -44,9 +44,12 @@ pub enum KafkaError {
         topic: String,
         /// The brokers' answer.
         reason: String,
+        /// Whether retrying cannot help (a replication factor, name, policy or
+        /// authorization the brokers refuse).
+        permanent: bool,
     },
     /// A topic is missing and `create_topics` is off.
-    #[error("the Kafka topic `{topic}` does not exist: create it with {partitions} partitions, or turn `create_topics` on")]
+    #[error("the Kafka topic `{topic}` does not exist (or is not visible to this client): create it with {partitions} partitions, or turn `create_topics` on")]
     MissingTopic {
         /// The topic.
         topic: String,
@@ -78,7 +81,10 @@ impl KafkaError {
             KafkaError::InvalidOptions(_)
             | KafkaError::Client { .. }
             | KafkaError::MissingTopic { .. }
-            | KafkaError::PartitionMismatch { .. } => false,
+            | KafkaError::PartitionMismatch { .. }
+            | KafkaError::CreateTopic {
+                permanent: true, ..
+            } => false,
             KafkaError::Produce(error) => !is_permanent_produce_error(error),
             _ => true,
         }

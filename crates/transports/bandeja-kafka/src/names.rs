@@ -4,7 +4,8 @@
 //! topic           <prefix>.events                 every event, all types (so one key's
 //!                                                 events keep their order across types)
 //! topic           <prefix>.commands.<topic>       the commands of one topic
-//! consumer group  <service>                       on each topic the service consumes
+//! consumer group  <prefix>.<service>.events       a service's events consumers
+//! consumer group  <prefix>.<service>.commands     a service's commands consumers
 //! ```
 //!
 //! The partition of a message is bandeja's (FNV-1a of its partition key, modulo the

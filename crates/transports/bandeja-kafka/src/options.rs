@@ -25,9 +25,15 @@ pub struct KafkaOptions {
     /// The replication factor of the topics this transport creates; `-1` leaves it to the
     /// brokers' `default.replication.factor`. Default -1.
     pub replication_factor: i32,
-    /// Whether `connect` and `subscribe` create the topics they need (idempotently). When
-    /// off, a missing topic is an error at start. Default on.
+    /// Whether `connect` and `subscribe` create the topics they need (idempotently, with
+    /// `CreateTopics`). When off, a missing topic is an error at start. Default on.
     pub create_topics: bool,
+    /// Whether a metadata request asks the brokers to create a missing topic
+    /// (`allow.auto.create.topics`, with the brokers' own partition count), for brokers
+    /// that create topics that way and do not answer `CreateTopics` (librdkafka's mock
+    /// cluster). Off, a topic neither this transport nor an operator created stays
+    /// missing. Default off.
+    pub broker_creates_topics: bool,
     /// How long a message may wait in the producer for its delivery report
     /// (`message.timeout.ms`); the dispatcher's deadline, shorter, decides when a row goes
     /// back to PENDING. At least 1 s. Default 30 s.
@@ -41,7 +47,8 @@ pub struct KafkaOptions {
     /// latency). 1 ms to 10 s. Default 100 ms.
     pub fetch_wait: Duration,
     /// The consumer group session timeout (`session.timeout.ms`): how long a process that
-    /// died keeps its partitions before the group hands them to the others. 1 s to 5 min.
+    /// died keeps its partitions before the group hands them to the others. 6 s (the
+    /// brokers' default minimum) to 5 min.
     /// Default 10 s.
     pub session_timeout: Duration,
     /// How long connecting and the topic and metadata requests may take. Default 10 s.
@@ -59,7 +66,7 @@ pub const DEFAULT_BOOTSTRAP_SERVERS: &str = "127.0.0.1:9092";
 const MAX_PREFIX_BYTES: usize = 100;
 
 /// The librdkafka settings this transport sets itself.
-pub(crate) const RESERVED_SETTINGS: [&str; 13] = [
+pub(crate) const RESERVED_SETTINGS: [&str; 15] = [
     "bootstrap.servers",
     "enable.idempotence",
     "acks",
@@ -73,6 +80,8 @@ pub(crate) const RESERVED_SETTINGS: [&str; 13] = [
     "isolation.level",
     "max.in.flight.requests.per.connection",
     "fetch.wait.max.ms",
+    "transactional.id",
+    "max.poll.interval.ms",
 ];
 
 impl Default for KafkaOptions {
@@ -83,6 +92,7 @@ impl Default for KafkaOptions {
             partitions: 8,
             replication_factor: -1,
             create_topics: true,
+            broker_creates_topics: false,
             message_timeout: Duration::from_secs(30),
             batch_wait: Duration::from_millis(5),
             fetch_wait: Duration::from_millis(100),
@@ -131,6 +141,14 @@ impl KafkaOptions {
     #[must_use]
     pub fn create_topics(mut self, create: bool) -> Self {
         self.create_topics = create;
+        self
+    }
+
+    /// Whether the brokers create a missing topic when its metadata is asked for. Default
+    /// off.
+    #[must_use]
+    pub fn broker_creates_topics(mut self, create: bool) -> Self {
+        self.broker_creates_topics = create;
         self
     }
 
@@ -227,11 +245,11 @@ impl KafkaOptions {
                 self.fetch_wait
             ));
         }
-        if self.session_timeout < Duration::from_secs(1)
+        if self.session_timeout < Duration::from_secs(6)
             || self.session_timeout > Duration::from_secs(300)
         {
             return invalid(format!(
-                "`session_timeout` is {:?}: use 1 s to 5 min",
+                "`session_timeout` is {:?}: use 6 s (brokers' default `group.min.session.timeout.ms`) to 5 min",
                 self.session_timeout
             ));
         }

@@ -32,6 +32,17 @@ impl Settings {
             .set(
                 "socket.connection.setup.timeout.ms",
                 millis(self.options.request_timeout),
+            )
+            // A metadata request creates a missing topic only when asked to: otherwise a
+            // broker with `auto.create.topics.enable` would create it with its own
+            // partition count.
+            .set(
+                "allow.auto.create.topics",
+                if self.options.broker_creates_topics {
+                    "true"
+                } else {
+                    "false"
+                },
             );
         config
     }
@@ -58,7 +69,6 @@ impl Settings {
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "earliest")
-            .set("allow.auto.create.topics", "false")
             .set("isolation.level", "read_committed")
             .set("session.timeout.ms", millis(self.options.session_timeout))
             .set(
@@ -66,7 +76,10 @@ impl Settings {
                 millis(self.options.session_timeout / 4),
             )
             .set("fetch.wait.max.ms", millis(self.options.fetch_wait))
-            .set("enable.partition.eof", "false");
+            .set("enable.partition.eof", "false")
+            // Longer than the longest the store may take to accept a batch that it keeps
+            // refusing (retried every 5 s at most) before a rebalance is waited for.
+            .set("max.poll.interval.ms", "300000");
         config
     }
 

@@ -55,7 +55,17 @@ impl Topics {
         if options.create_topics {
             self.create(topic).await?;
         }
-        let found = self.partitions_of(Some(topic)).await?;
+        // Just after a creation (this process's or another's) the brokers may not know
+        // the topic yet: asked again until `request_timeout`.
+        let deadline = tokio::time::Instant::now() + options.request_timeout;
+        let mut found = self.partitions_of(Some(topic)).await?;
+        while found.is_none()
+            && (options.create_topics || options.broker_creates_topics)
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            found = self.partitions_of(Some(topic)).await?;
+        }
         match found {
             None => {
                 return Err(KafkaError::MissingTopic {
@@ -111,6 +121,16 @@ impl Topics {
                     return Err(KafkaError::CreateTopic {
                         topic: name,
                         reason: code.to_string(),
+                        permanent: matches!(
+                            code,
+                            RDKafkaErrorCode::InvalidReplicationFactor
+                                | RDKafkaErrorCode::InvalidPartitions
+                                | RDKafkaErrorCode::PolicyViolation
+                                | RDKafkaErrorCode::InvalidTopic
+                                | RDKafkaErrorCode::TopicAuthorizationFailed
+                                | RDKafkaErrorCode::ClusterAuthorizationFailed
+                                | RDKafkaErrorCode::InvalidConfig
+                        ),
                     })
                 }
             }

@@ -414,6 +414,57 @@ mod tests {
     }
 
     #[test]
+    fn headers_from_the_wire_never_stand_for_the_fields_and_other_uuid_spellings_are_ids() {
+        let body = br#"{"specversion":"1.0","id":"a","source":"py","type":"x.Y",
+            "bandejakind":"event","correlationid":"real",
+            "bandejaheaders":"{\"source_service\":\"billing\",\"causation_id\":\"x\",\"k\":\"v\"}"}"#;
+        let record = decode(MessageKind::Event, body).expect("decode");
+        assert_eq!(record.headers.source_service.as_deref(), Some("py"));
+        assert_eq!(record.headers.correlation_id.as_deref(), Some("real"));
+        assert_eq!(record.headers.extra.len(), 2, "{:?}", record.headers.extra);
+        assert_eq!(record.headers.extra.get("k").map(String::as_str), Some("v"));
+        assert!(record.check_storable().is_ok());
+        let foreign = br#"{"specversion":"1.0","id":"x","source":"py","type":"x.Y",
+            "source_service":"billing","Bad-Name":"1"}"#;
+        let record = decode(MessageKind::Event, foreign).expect("decode");
+        assert_eq!(record.headers.source_service.as_deref(), Some("py"));
+        assert!(!record.headers.extra.contains_key("source_service"));
+        assert!(!record.headers.extra.contains_key("Bad-Name"));
+
+        let uuid = "0190a5e2-7c3b-7000-8000-000000000001";
+        for other in [
+            uuid.to_uppercase(),
+            uuid.replace('-', ""),
+            format!("{{{uuid}}}"),
+            format!("urn:uuid:{uuid}"),
+        ] {
+            let body =
+                format!(r#"{{"specversion":"1.0","id":"{other}","source":"s","type":"x.Y"}}"#);
+            let record = decode(MessageKind::Event, body.as_bytes()).expect("decode");
+            assert_ne!(
+                record.id.to_string(),
+                uuid,
+                "{other} is not the canonical form"
+            );
+            assert_eq!(
+                record.headers.extra.get(cloudevents::FOREIGN_ID_HEADER),
+                Some(&other)
+            );
+        }
+    }
+
+    #[test]
+    fn an_empty_aggregate_id_is_no_empty_subject() {
+        let mut record = event();
+        record.aggregate_id = Some(String::new());
+        let body: serde_json::Value =
+            serde_json::from_slice(&encode(&record, Some("order"))).expect("json");
+        assert!(body.get("subject").is_none(), "{body}");
+        let decoded = decode(MessageKind::Event, &encode(&record, Some("order"))).expect("decode");
+        assert_eq!(decoded.aggregate_id.as_deref(), Some(""));
+    }
+
+    #[test]
     fn a_foreign_command_needs_its_target_service() {
         let body = br#"{"specversion":"1.0","id":"c-1","source":"py","type":"billing.Charge",
             "tenantid":"acme","data":{}}"#;

@@ -50,7 +50,7 @@ pub fn namespace() -> String {
 }
 
 /// The partition count of the tests' topics: the mock cluster's, which creates a topic
-/// when its metadata is first asked for (it does not implement `CreateTopics`).
+/// when a metadata request asks it to (it does not answer `CreateTopics`).
 pub const PARTITIONS: u16 = 4;
 
 /// The options of a test: its own prefix, the mock cluster's partition count and topic
@@ -60,6 +60,7 @@ pub fn options(prefix: &str) -> KafkaOptions {
         .prefix(prefix)
         .partitions(PARTITIONS)
         .create_topics(false)
+        .broker_creates_topics(true)
         .session_timeout(Duration::from_secs(6))
         .request_timeout(Duration::from_secs(10))
 }

@@ -51,8 +51,18 @@ pub const FOREIGN_ID_HEADER: &str = "cloudevents_id";
 const FOREIGN_ID_NAMESPACE: uuid::Uuid =
     uuid::Uuid::from_u128(0x6261_6e64_656a_6100_8000_0000_0000_0002);
 
+/// The names of the headers a message has fields for: an extra header of one of these
+/// names (from `bandejaheaders` or a foreign extension) is dropped, never allowed to
+/// stand for the field.
+const HEADER_FIELDS: [&str; 4] = [
+    "correlation_id",
+    "causation_id",
+    "traceparent",
+    "source_service",
+];
+
 /// The attributes this module reads itself (every other one is a header).
-const KNOWN: [&str; 21] = [
+const KNOWN: [&str; 22] = [
     "specversion",
     "id",
     "source",
@@ -66,6 +76,7 @@ const KNOWN: [&str; 21] = [
     "schemaversion",
     "tenantid",
     "partitionkey",
+    "aggregateid",
     "aggregatetype",
     "correlationid",
     "causationid",
@@ -92,6 +103,8 @@ struct Outgoing<'a> {
     tenantid: &'a TenantId,
     #[serde(skip_serializing_if = "Option::is_none")]
     partitionkey: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aggregateid: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     aggregatetype: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -134,6 +147,8 @@ struct Incoming<'a> {
     time: Option<DateTime<Utc>>,
     #[serde(default, borrow)]
     subject: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    aggregateid: Option<Cow<'a, str>>,
     #[serde(default)]
     bandejakind: Option<WireKind>,
     #[serde(default)]
@@ -176,7 +191,10 @@ pub(super) fn encode(record: &MessageRecord, source: &str, payload: Cow<'_, RawV
         message_type: &record.message_type,
         time: record.occurred_at,
         datacontenttype: "application/json",
-        subject: record.aggregate_id.as_deref(),
+        // The specification forbids an empty `subject`: an empty aggregate id goes in
+        // `aggregateid` instead.
+        subject: record.aggregate_id.as_deref().filter(|id| !id.is_empty()),
+        aggregateid: record.aggregate_id.as_deref().filter(|id| id.is_empty()),
         bandejakind: WireKind::of(record.kind),
         schemaversion: record.schema_version,
         tenantid: &record.tenant_id,
@@ -256,12 +274,24 @@ pub(super) fn decode(expected: MessageKind, body: &[u8]) -> Result<MessageRecord
                 "`bandejaheaders` is not a JSON object of strings ({e})"
             ))
         })?;
-        headers.extra.extend(extra);
+        headers.extra.extend(
+            extra
+                .into_iter()
+                .filter(|(name, _)| !HEADER_FIELDS.contains(&name.as_str())),
+        );
     }
     if event.bandejakind.is_none() {
         foreign_extensions(body, &mut headers.extra);
     }
-    let id = match event.id.parse::<MessageId>() {
+    // Only the canonical form is taken as the message id: another spelling of a UUID
+    // (braced, simple, uppercase, `urn:uuid:`) is an id like any other, unique only
+    // with its source.
+    let canonical = event
+        .id
+        .parse::<MessageId>()
+        .ok()
+        .filter(|id| id.0.hyphenated().to_string() == event.id);
+    let id = match canonical.ok_or(()) {
         Ok(id) => id,
         Err(_) if event.id.is_empty() => {
             return Err(WireError::NotAMessage(
@@ -310,7 +340,7 @@ pub(super) fn decode(expected: MessageKind, body: &[u8]) -> Result<MessageRecord
         schema_version,
         partition_key: event.partitionkey.map(Cow::into_owned),
         aggregate_type: event.aggregatetype.map(Cow::into_owned),
-        aggregate_id: event.subject.map(Cow::into_owned),
+        aggregate_id: event.subject.or(event.aggregateid).map(Cow::into_owned),
         payload,
         headers,
         source_tenant_id: event.sourcetenantid,
@@ -322,13 +352,18 @@ pub(super) fn decode(expected: MessageKind, body: &[u8]) -> Result<MessageRecord
 
 /// The extension attributes of a foreign CloudEvent that this module does not read, as
 /// headers: strings as they are, numbers and booleans as their JSON text; objects and
-/// arrays (which the specification does not allow as attribute values) are left out.
+/// arrays (which the specification does not allow as attribute values), and names the
+/// specification does not allow (lowercase letters and digits only), are left out.
 fn foreign_extensions(body: &[u8], extra: &mut BTreeMap<String, String>) {
     let Ok(attributes) = serde_json::from_slice::<BTreeMap<String, serde_json::Value>>(body) else {
         return;
     };
     for (name, value) in attributes {
-        if KNOWN.contains(&name.as_str()) {
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        if KNOWN.contains(&name.as_str()) || !valid {
             continue;
         }
         let text = match value {
