@@ -7,6 +7,7 @@
 //! report that has not come by then is *unavailable*: the row is published again later,
 //! and if the first copy was delivered after all, the receiving inbox drops the second.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -59,30 +60,37 @@ impl Publisher {
                 .map(|_| Err(TransportError::deadline()))
                 .collect();
         }
+        // One topic name per address of the batch (an events batch has one), not one per
+        // message; the record keys borrowed from the rows.
         let names = &self.settings.names;
-        let topics: Vec<String> = messages
-            .iter()
-            .map(|message| names.topic(kind, message.address))
-            .collect();
-        let ready = self.ensure_topics(&topics, deadline).await;
-        let keys: Vec<String> = messages
+        let mut topic_of: HashMap<&str, String> = HashMap::new();
+        for message in messages {
+            topic_of
+                .entry(message.address)
+                .or_insert_with(|| names.topic(kind, message.address));
+        }
+        let ready = self.ensure_topics(topic_of.values(), deadline).await;
+        let keys: Vec<Cow<'_, str>> = messages
             .iter()
             .map(|message| match &message.record.partition_key {
-                Some(key) => key.clone(),
-                None => message.record.id.to_string(),
+                Some(key) => Cow::Borrowed(key.as_str()),
+                None => Cow::Owned(message.record.id.to_string()),
             })
             .collect();
         let mut results: Vec<Option<Result<(), TransportError>>> =
             messages.iter().map(|_| None).collect();
         let mut reports = Vec::with_capacity(messages.len());
         for (index, message) in messages.iter().enumerate() {
-            if let Some(Err(error)) = ready.get(topics[index].as_str()) {
+            let Some(topic) = topic_of.get(message.address) else {
+                continue;
+            };
+            if let Some(Err(error)) = ready.get(topic.as_str()) {
                 results[index] = Some(Err(error.clone().into()));
                 continue;
             }
-            let record = FutureRecord::to(&topics[index])
+            let record = FutureRecord::to(topic)
                 .partition(i32::from(message.partition))
-                .key(keys[index].as_str())
+                .key(keys[index].as_ref())
                 .payload(message.body.as_slice())
                 .headers(headers(message));
             match self.producer.send_result(record) {
@@ -106,18 +114,15 @@ impl Publisher {
             .collect()
     }
 
-    /// Makes sure each distinct topic of the batch exists with the right partition count,
-    /// by `deadline`; what each gave.
+    /// Makes sure each topic of the batch exists with the right partition count, by
+    /// `deadline`; what each gave.
     async fn ensure_topics<'t>(
         &self,
-        topics: &'t [String],
+        topics: impl Iterator<Item = &'t String>,
         deadline: Instant,
     ) -> HashMap<&'t str, Result<(), KafkaError>> {
         let mut ready = HashMap::new();
         for topic in topics {
-            if ready.contains_key(topic.as_str()) {
-                continue;
-            }
             let outcome = match tokio::time::timeout_at(deadline, self.topics.ensure(topic)).await {
                 Ok(outcome) => outcome,
                 Err(_elapsed) => Err(KafkaError::Metadata(format!(

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use bandeja_core::reception::InboxSink;
 use bandeja_core::record::MessageKind;
+use bandeja_core::transport::backoff::Backoff;
 use bandeja_core::transport::{SubscribeRequest, Subscription};
 use rdkafka::client::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
@@ -34,9 +35,8 @@ use crate::topics::Topics;
 
 /// How long [`Subscription::stop`] lets the consumer finish the batch in hand.
 const STOP_GRACE: Duration = Duration::from_secs(5);
-/// The first pause before storing a batch again after the inbox failed.
-const FIRST_STORE_RETRY: Duration = Duration::from_millis(100);
-/// The longest pause between two attempts to store a batch.
+/// The longest pause between two attempts to store a batch (they start at 100 ms and
+/// double).
 const MAX_STORE_RETRY: Duration = Duration::from_secs(5);
 /// The pause after the consumer reported an error.
 const CONSUMER_ERROR_PAUSE: Duration = Duration::from_millis(500);
@@ -100,6 +100,7 @@ pub(crate) async fn subscribe(
     );
     let task = Consuming {
         consumer: Arc::new(consumer),
+        topics: names,
         kind: request.kind,
         batch_size: request.batch_size.max(1),
         batch_wait: settings.options.batch_wait,
@@ -203,7 +204,8 @@ struct Wanted {
 
 /// One message taken from the consumer.
 struct Received {
-    topic: String,
+    /// Its topic, as an index into the subscription's topics.
+    topic: usize,
     partition: i32,
     offset: i64,
     /// The message type from its header, when it has one.
@@ -214,6 +216,8 @@ struct Received {
 /// The consuming task of one subscription.
 struct Consuming {
     consumer: Arc<StreamConsumer<Joined>>,
+    /// The topics consumed ([`Received::topic`] is an index into them).
+    topics: Vec<String>,
     kind: MessageKind,
     batch_size: usize,
     batch_wait: Duration,
@@ -230,7 +234,7 @@ impl Consuming {
             if !self.deliver(&batch).await {
                 break;
             }
-            let offsets = next_offsets(&batch);
+            let offsets = next_offsets(&self.topics, &batch);
             if let Err(error) = self.consumer.commit(&offsets, CommitMode::Async) {
                 tracing::debug!(group = %self.group, %error, "committing offsets failed: the messages are delivered again and the inbox drops them");
             }
@@ -241,7 +245,9 @@ impl Consuming {
         let consumer = self.consumer;
         let _ = tokio::task::spawn_blocking(move || {
             if let Some(offsets) = last {
-                let _ = consumer.commit(&offsets, CommitMode::Sync);
+                if let Err(error) = consumer.commit(&offsets, CommitMode::Sync) {
+                    tracing::debug!(%error, "the last commit at the stop failed: the messages are delivered again and the inbox drops them");
+                }
             }
             drop(consumer);
         })
@@ -259,7 +265,7 @@ impl Consuming {
             };
             match first {
                 Ok(message) => {
-                    batch.push(received(&message));
+                    batch.push(received(&self.topics, &message));
                     break;
                 }
                 Err(error) => {
@@ -271,7 +277,7 @@ impl Consuming {
         let until = tokio::time::Instant::now() + self.batch_wait;
         while batch.len() < self.batch_size {
             match tokio::time::timeout_at(until, self.consumer.recv()).await {
-                Ok(Ok(message)) => batch.push(received(&message)),
+                Ok(Ok(message)) => batch.push(received(&self.topics, &message)),
                 Ok(Err(_)) | Err(_) => break,
             }
         }
@@ -281,22 +287,23 @@ impl Consuming {
     /// Stores the wanted messages of `batch`, retrying until stored. `false`: stopped
     /// first (nothing is committed then).
     async fn deliver(&mut self, batch: &[Received]) -> bool {
-        let mut pause = FIRST_STORE_RETRY;
+        let mut backoff = Backoff::new(MAX_STORE_RETRY);
         loop {
             if *self.stopped.borrow() {
                 return false;
             }
-            match self.store(batch).await {
+            let pause = match self.store(batch).await {
                 Ok(()) => return true,
                 Err(error) => {
+                    let pause = backoff.next();
                     tracing::warn!(group = %self.group, %error, retry_in = ?pause, "storing a Kafka batch in the inbox failed: retried");
+                    pause
                 }
-            }
+            };
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
                 _ = self.stopped.wait_for(|stopped| *stopped) => return false,
             }
-            pause = (pause * 2).min(MAX_STORE_RETRY);
         }
     }
 
@@ -350,21 +357,23 @@ impl Consuming {
 
 /// The offsets to commit after `batch` was stored: for each of its partitions, the one
 /// after its last message.
-fn next_offsets(batch: &[Received]) -> TopicPartitionList {
-    let mut next: BTreeMap<(&str, i32), i64> = BTreeMap::new();
+fn next_offsets(topics: &[String], batch: &[Received]) -> TopicPartitionList {
+    let mut next: BTreeMap<(usize, i32), i64> = BTreeMap::new();
     for message in batch {
-        let offset = next.entry((&message.topic, message.partition)).or_default();
+        let offset = next.entry((message.topic, message.partition)).or_default();
         *offset = (*offset).max(message.offset + 1);
     }
     let mut offsets = TopicPartitionList::with_capacity(next.len());
     for ((topic, partition), offset) in next {
-        let _ = offsets.add_partition_offset(topic, partition, Offset::Offset(offset));
+        if let Some(topic) = topics.get(topic) {
+            let _ = offsets.add_partition_offset(topic, partition, Offset::Offset(offset));
+        }
     }
     offsets
 }
 
 /// What the task keeps of a message (the consumer's borrowed one must be let go).
-fn received(message: &rdkafka::message::BorrowedMessage<'_>) -> Received {
+fn received(topics: &[String], message: &rdkafka::message::BorrowedMessage<'_>) -> Received {
     let message_type = message.headers().and_then(|headers| {
         headers
             .iter()
@@ -374,7 +383,12 @@ fn received(message: &rdkafka::message::BorrowedMessage<'_>) -> Received {
             .map(str::to_owned)
     });
     Received {
-        topic: message.topic().to_owned(),
+        // The consumer subscribed to these topics only; an unknown one (never) counts as
+        // the first.
+        topic: topics
+            .iter()
+            .position(|topic| topic == message.topic())
+            .unwrap_or_default(),
         partition: message.partition(),
         offset: message.offset(),
         message_type,

@@ -286,19 +286,18 @@ pub(super) fn decode(expected: MessageKind, body: &[u8]) -> Result<MessageRecord
     // Only the canonical form is taken as the message id: another spelling of a UUID
     // (braced, simple, uppercase, `urn:uuid:`) is an id like any other, unique only
     // with its source.
-    let canonical = event
-        .id
-        .parse::<MessageId>()
-        .ok()
-        .filter(|id| id.0.hyphenated().to_string() == event.id);
-    let id = match canonical.ok_or(()) {
-        Ok(id) => id,
-        Err(_) if event.id.is_empty() => {
+    let canonical = event.id.parse::<MessageId>().ok().filter(|id| {
+        let mut buffer = uuid::Uuid::encode_buffer();
+        *id.0.hyphenated().encode_lower(&mut buffer) == *event.id
+    });
+    let id = match canonical {
+        Some(id) => id,
+        None if event.id.is_empty() => {
             return Err(WireError::NotAMessage(
                 "a CloudEvent with an empty `id`".to_owned(),
             ))
         }
-        Err(_) => {
+        None => {
             let unique = format!("{}\u{0}{}", event.source, event.id);
             headers
                 .extra
