@@ -147,6 +147,11 @@ pub(crate) struct Args {
     /// it).
     #[arg(skip)]
     pub(crate) generated_prefix: bool,
+    /// Kafka: the consumer's `fetch_wait` in milliseconds, how long the brokers may hold
+    /// an idle fetch (default: 5 on the mock cluster, which answers a fetch only when its
+    /// wait runs out; the transport's default, 100, on real brokers).
+    #[arg(long)]
+    pub(crate) kafka_fetch_wait_ms: Option<u64>,
     /// Internal: the Kafka brokers are librdkafka's mock cluster (set when the benchmark
     /// started one; passed to its worker copies), whose topics the benchmark creates.
     #[arg(long, hide = true)]

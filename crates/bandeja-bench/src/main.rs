@@ -20,6 +20,11 @@
 //! and consumes them back into its inbox (one database, one broker hop each way), so the
 //! figures include the hop: publish with acknowledgement, delivery, inbox insert, ack.
 //!
+//! A one-process drain's clock starts once the service is started (with a broker, after
+//! its subscriptions are set up: a new Kafka group waits for the brokers' initial
+//! rebalance delay, 3 s by default); that start is `start_seconds` of the JSON line.
+//! Against a broker other than the mock, `--broker-url` (Kafka: bootstrap servers).
+//!
 //! Each run prints progress on stderr and one JSON line with the figures on stdout.
 
 mod args;

@@ -144,10 +144,13 @@ async fn transport(args: &Args) -> Result<Option<Arc<dyn Transport>>, BoxError> 
             // The mock cluster answers a fetch only when its wait runs out (real brokers
             // answer as soon as a message arrives): a short wait there, the default on
             // real brokers.
-            let options = if args.kafka_mock {
-                options.fetch_wait(std::time::Duration::from_millis(5))
-            } else {
-                options
+            let fetch_wait = args
+                .kafka_fetch_wait_ms
+                .or(args.kafka_mock.then_some(5))
+                .map(std::time::Duration::from_millis);
+            let options = match fetch_wait {
+                Some(wait) => options.fetch_wait(wait),
+                None => options,
             };
             Some(Arc::new(
                 bandeja::kafka::KafkaTransport::connect(options).await?,
@@ -211,6 +214,9 @@ fn spawn_children(args: &Args, url: &str, schema: Option<&str>) -> Result<Childr
         }
         if args.kafka_mock {
             command.arg("--kafka-mock");
+        }
+        if let Some(wait) = args.kafka_fetch_wait_ms {
+            command.args(["--kafka-fetch-wait-ms", &wait.to_string()]);
         }
         if let Some(schema) = schema {
             command.args(["--schema", schema]);
@@ -479,8 +485,19 @@ async fn drain<S: BenchDb>(
         args.handler_ms
     );
     let broker = broker_before(args).await?;
-    let started = Instant::now();
+    let starting = Instant::now();
     let workers = workers(store, args, url, schema).await?;
+    // One process: the clock starts once its service is started, since it claims nothing
+    // before (with a broker, its subscriptions are set up first: a new Kafka group's first
+    // assignment waits for the brokers' `group.initial.rebalance.delay.ms`, 3 s by
+    // default); that start is reported apart, as `start_seconds`. Several processes: the
+    // clock runs from their spawn (each starts claiming on its own).
+    let start_seconds = starting.elapsed().as_secs_f64();
+    let started = if args.processes <= 1 {
+        Instant::now()
+    } else {
+        starting
+    };
     let target = i64::try_from(args.messages)?;
     let result = wait_for(store, target, Duration::from_secs(3600)).await;
     let seconds = started.elapsed().as_secs_f64();
@@ -493,6 +510,7 @@ async fn drain<S: BenchDb>(
     let mut latencies = store.latencies().await?;
     let retries = store.inbox_retries().await?;
     let mut extra = serde_json::json!({
+        "start_seconds": start_seconds,
         "history": args.history,
         "retried_rows": retries.retried,
         "max_retry_count": retries.max_retry_count,

@@ -1,5 +1,7 @@
 //! What `connect` refuses, and why: a topic with another partition count than this
-//! process's, brokers that do not answer, options that cannot work.
+//! process's (on a mock cluster of the test's own, and on the suite's brokers, where the
+//! first transport creates the topic: with `CreateTopics` on real brokers), brokers that
+//! do not answer, options that cannot work.
 
 mod common;
 
@@ -10,7 +12,7 @@ use bandeja_core::transport::TransportErrorKind;
 use bandeja_kafka::{KafkaError, KafkaOptions, KafkaTransport};
 use rdkafka::mocking::MockCluster;
 
-use common::{bootstrap, namespace, options};
+use common::{bootstrap, namespace, options, PARTITIONS};
 
 fn kafka_error(error: &bandeja_core::transport::TransportError) -> &KafkaError {
     std::error::Error::source(error)
@@ -27,11 +29,14 @@ async fn a_topic_with_another_partition_count_is_refused_naming_both() {
     cluster
         .create_topic(&format!("{prefix}.events"), 3, 1)
         .expect("create the events topic");
-    let refused = KafkaTransport::connect(
-        options(&prefix)
+    // This cluster is a mock whatever the suite's brokers are: it creates no topic.
+    let own_cluster = |prefix: &str| {
+        options(prefix)
             .bootstrap_servers(cluster.bootstrap_servers())
-            .partitions(4),
-    )
+            .create_topics(false)
+            .broker_creates_topics(false)
+    };
+    let refused = KafkaTransport::connect(own_cluster(&prefix).partitions(4))
     .await
     .expect_err("another partition count");
     assert_eq!(refused.kind(), TransportErrorKind::Rejected);
@@ -51,17 +56,39 @@ async fn a_topic_with_another_partition_count_is_refused_naming_both() {
         message.contains("has 3 partitions") && message.contains("configured with 4"),
         "{message}"
     );
-    let accepted = KafkaTransport::connect(
-        options(&prefix)
-            .bootstrap_servers(cluster.bootstrap_servers())
-            .partitions(3),
-    )
-    .await
-    .expect("the topic's own count");
+    let accepted = KafkaTransport::connect(own_cluster(&prefix).partitions(3))
+        .await
+        .expect("the topic's own count");
     assert_eq!(
         accepted.topic(MessageKind::Event, "x.Y"),
         format!("{prefix}.events")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_configured_with_another_partition_count_than_the_first_is_refused() {
+    common::logs();
+    let prefix = namespace();
+    let first = KafkaTransport::connect(options(&prefix))
+        .await
+        .expect("the first process creates the events topic");
+    let configured = PARTITIONS + 2;
+    let refused = KafkaTransport::connect(options(&prefix).partitions(configured))
+        .await
+        .expect_err("another partition count than the topic's");
+    assert_eq!(refused.kind(), TransportErrorKind::Rejected);
+    assert!(
+        matches!(
+            kafka_error(&refused),
+            KafkaError::PartitionMismatch { found, configured: c, .. }
+                if *found == usize::from(PARTITIONS) && *c == configured
+        ),
+        "{refused}"
+    );
+    KafkaTransport::connect(options(&prefix))
+        .await
+        .expect("a second process with the first one's count");
+    drop(first);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -53,14 +53,22 @@ pub fn namespace() -> String {
 /// when a metadata request asks it to (it does not answer `CreateTopics`).
 pub const PARTITIONS: u16 = 4;
 
-/// The options of a test: its own prefix, the mock cluster's partition count and topic
-/// creation, short timeouts.
+/// Whether the tests run against brokers of `BANDEJA_KAFKA_BOOTSTRAP` (a real broker,
+/// which answers `CreateTopics`) rather than the mock cluster.
+pub fn real_brokers() -> bool {
+    std::env::var_os("BANDEJA_KAFKA_BOOTSTRAP").is_some()
+}
+
+/// The options of a test: its own prefix, [`PARTITIONS`], short timeouts; the transport
+/// creates its topics (`CreateTopics`) on real brokers, and the mock cluster creates them
+/// from a metadata request.
 pub fn options(prefix: &str) -> KafkaOptions {
+    let real = real_brokers();
     KafkaOptions::new(bootstrap())
         .prefix(prefix)
         .partitions(PARTITIONS)
-        .create_topics(false)
-        .broker_creates_topics(true)
+        .create_topics(real)
+        .broker_creates_topics(!real)
         .session_timeout(Duration::from_secs(6))
         .request_timeout(Duration::from_secs(10))
 }
