@@ -12,7 +12,8 @@
 //!   application ([`EffectWriter`]), and the worker configuration ([`worker_config`]);
 //! - the `chaos` binary and its library half ([`chaos`]): a workload driven through
 //!   several `scale-worker` processes while they are killed and the database or the
-//!   broker restarted, verified from the database at the end;
+//!   broker restarted, verified from the database at the end (over NATS, Redis or Kafka:
+//!   [`nats_server`], [`redis_server`], [`tansu_server`] start the run's own broker);
 //! - the `fleet-node` binary and its library half ([`fleet`]): one process of a fleet whose
 //!   versions subscribe to different things (SQLite or PostgreSQL, in process or over a
 //!   broker), for the mixed-fleet and rolling-deploy tests;
@@ -27,6 +28,7 @@ pub mod nats_server;
 mod own_server;
 pub mod redis_server;
 pub mod saga;
+pub mod tansu_server;
 
 use std::time::Duration;
 

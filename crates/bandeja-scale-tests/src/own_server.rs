@@ -1,5 +1,6 @@
 //! A server process of a test's own ([`NatsServer`](crate::nats_server::NatsServer),
-//! [`RedisServer`](crate::redis_server::RedisServer)): a free port of 127.0.0.1, a
+//! [`RedisServer`](crate::redis_server::RedisServer),
+//! [`TansuServer`](crate::tansu_server::TansuServer)): a free port of 127.0.0.1, a
 //! directory of its own for its data, stopped and started again on both, killed when
 //! dropped and its directory removed.
 

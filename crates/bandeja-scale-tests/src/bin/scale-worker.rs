@@ -4,14 +4,16 @@
 //! ```text
 //! scale-worker --database-url postgres://postgres@127.0.0.1/test --schema s1 \
 //!     [--fail-rate 0.1] [--lease 5] [--worker-id w1] [--handler-ms 500] [--default-config] \
-//!     [--nats nats://127.0.0.1:4222 --nats-prefix chaos1]
+//!     [--nats nats://127.0.0.1:4222 | --redis redis://127.0.0.1:6379 | --kafka 127.0.0.1:9092] \
+//!     [--nats-prefix chaos1]
 //! ```
 //!
 //! The schema must already be migrated and hold the test's tables
 //! ([`bandeja_scale_tests::create_tables`]). Two subscribers, `alpha` and `beta`, handle
 //! [`Tick`] with [`EffectWriter`] and reject [`Poison`] permanently. With `--nats` the
 //! workers publish to and consume from NATS JetStream as the service `scale` (every
-//! `scale-worker` on the schema must then use the same prefix); without it they use the
+//! `scale-worker` on the schema must then use the same prefix); `--redis` (Redis Streams)
+//! and `--kafka` (Kafka brokers) do the same over those; without any they use the
 //! in-process transport. The process prints `ready` on stdout once its workers
 //! run. Logs go to stderr, filtered by `BANDEJA_LOG` (default `error`).
 
@@ -64,6 +66,11 @@ struct Args {
     /// start with `--nats-prefix`.
     #[arg(long, conflicts_with = "nats")]
     redis: Option<String>,
+    /// Publish and consume through these Kafka brokers (bootstrap servers,
+    /// `host:port[,host:port…]`) instead of in process; the topics start with
+    /// `--nats-prefix` and have `--nats-partitions` partitions, created if missing.
+    #[arg(long, conflicts_with_all = ["nats", "redis"], value_name = "BOOTSTRAP_SERVERS")]
+    kafka: Option<String>,
     /// Each handler run takes this long (awaited inside its transaction, like a call to
     /// another service) and is recorded in the `runs` table, outside the transaction.
     #[arg(long, default_value_t = 0)]
@@ -78,10 +85,22 @@ struct Args {
 /// The service name of every `scale-worker` on a broker.
 const SERVICE: &str = "scale";
 
-/// The broker transport of `--nats` or `--redis`, if given.
+/// The broker transport of `--nats`, `--redis` or `--kafka`, if given.
 async fn nats_transport(
     args: &Args,
 ) -> Result<Option<Arc<dyn bandeja::transport::Transport>>, Box<dyn Error>> {
+    if let Some(servers) = &args.kafka {
+        let options = bandeja::kafka::KafkaOptions::new(servers.clone())
+            .prefix(args.nats_prefix.clone())
+            .partitions(args.nats_partitions)
+            .create_topics(true)
+            .broker_creates_topics(false)
+            // A process killed with partitions assigned: the group hands them on after this.
+            .session_timeout(Duration::from_secs(6));
+        return Ok(Some(Arc::new(
+            bandeja::kafka::KafkaTransport::connect(options).await?,
+        )));
+    }
     if let Some(url) = &args.redis {
         let options = bandeja::redis::RedisOptions::new(url.clone())
             .prefix(args.nats_prefix.clone())
@@ -216,5 +235,26 @@ mod tests {
         assert!(parse_lease("0").is_err());
         assert!(parse_lease("-1").is_err());
         assert_eq!(parse_lease("5"), Ok(Duration::from_secs(5)));
+        let base = [
+            "scale-worker",
+            "--database-url",
+            "postgres://x",
+            "--schema",
+            "s",
+        ];
+        let kafka = Args::try_parse_from(base.iter().copied().chain(["--kafka", "127.0.0.1:9"]))
+            .expect("--kafka alone");
+        assert_eq!(kafka.kafka.as_deref(), Some("127.0.0.1:9"));
+        for other in [["--nats", "nats://x"], ["--redis", "redis://x"]] {
+            let both = base
+                .iter()
+                .copied()
+                .chain(["--kafka", "127.0.0.1:9"])
+                .chain(other);
+            assert!(
+                Args::try_parse_from(both).is_err(),
+                "--kafka with {other:?}"
+            );
+        }
     }
 }

@@ -13,7 +13,8 @@
 //! database or broker is down) is tried again every 2 s, and the schedule waits for it.
 //! Over NATS or Redis, the workers may reach the broker through a proxy that partitions
 //! them (connections open, no byte moving) for a while, and the run's own broker may be
-//! SIGKILLed and started again.
+//! SIGKILLed and started again. Over Kafka, the workers reach a `tansu` broker of the
+//! run's own directly; it keeps its topics in memory and is never killed.
 
 mod emitter;
 mod faults;
@@ -48,6 +49,7 @@ pub use verify::Verification;
 
 use crate::nats_server::NatsServer;
 use crate::redis_server::RedisServer;
+use crate::tansu_server::TansuServer;
 use fleet::Fleet;
 
 /// A broker process of the run's own, which an outage kills and starts again.
@@ -100,7 +102,7 @@ const TAKEOVER_SLACK: Duration = Duration::from_millis(1_000);
 fn crash_points(transport: TransportKind) -> &'static [&'static str] {
     match transport {
         TransportKind::InProcess => &["after-claim", "inside-handler", "after-handler-commit"],
-        TransportKind::Nats | TransportKind::Redis => &[
+        TransportKind::Nats | TransportKind::Redis | TransportKind::Kafka => &[
             "after-claim",
             "after-publish-before-mark",
             "after-inbox-insert-before-ack",
@@ -233,6 +235,11 @@ async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
         (TransportKind::Redis, _) => Some(OwnBroker::Redis(RedisServer::start()?)),
         _ => None,
     };
+    // Beside `broker`, as no outage ever takes it: its topics live in its memory.
+    let tansu = match plan.transport {
+        TransportKind::Kafka => Some(TansuServer::start()?),
+        _ => None,
+    };
     let mut args = vec![
         "--database-url".to_owned(),
         plan.database_url.clone(),
@@ -245,16 +252,17 @@ async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
     ];
     let mut proxy = None;
     if plan.transport != TransportKind::InProcess {
-        let scheme = if plan.transport == TransportKind::Redis {
-            "redis"
-        } else {
-            "nats"
+        let scheme = match plan.transport {
+            TransportKind::Redis => "redis",
+            TransportKind::Kafka => "kafka",
+            _ => "nats",
         };
         let mut url = plan
             .nats_url
             .clone()
             .filter(|_| plan.transport == TransportKind::Nats)
             .or_else(|| broker.as_ref().map(OwnBroker::url))
+            .or_else(|| tansu.as_ref().map(TansuServer::bootstrap_servers))
             .unwrap_or_default();
         if plan.broker_partition_at.is_some() {
             let upstream = upstream_of(&url)?;
@@ -424,6 +432,7 @@ async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
     }
     drop(proxy);
     drop(broker);
+    drop(tansu);
     report.samples = sampling.await.map_err(|e| format!("sampler: {e}"))?;
     let emission = emitted.unwrap_or_default();
     report.verification = verify::verify(&monitor, &schema, emission.committed, emission.poison)

@@ -17,6 +17,11 @@ pub enum TransportKind {
     /// append-only file synced at every write (from `REDIS_SERVER`, default
     /// `/usr/bin/redis-server`).
     Redis,
+    /// Kafka, the same way, on a `tansu` broker of the run's own (from `TANSU`, default
+    /// `$HOME/.cache/tansu-install/bin/tansu`) keeping its topics in memory: it is never
+    /// killed (its topics would be lost) and no proxy partitions it (Kafka clients
+    /// reconnect to the advertised address), so the broker faults do not apply.
+    Kafka,
 }
 
 /// One chaos run. Defaults are the full run of issue 6 (3 workers, 50,000 messages, 20
@@ -97,14 +102,15 @@ pub struct Plan {
     /// ...and how many seconds it stays stopped in between (0: a plain restart).
     #[arg(long, default_value_t = 0.0)]
     pub database_down_for: f64,
-    /// Kill the run's own broker (`nats-server`, `redis-server`) with SIGKILL (its clients' connections are cut
-    /// without a close) this many seconds after emission starts...
+    /// Kill the run's own broker (`nats-server`, `redis-server`; not `tansu`) with SIGKILL
+    /// (its clients' connections are cut without a close) this many seconds after
+    /// emission starts...
     #[arg(long)]
     pub broker_outage_at: Option<f64>,
     /// ...and start it again this many seconds later.
     #[arg(long, default_value_t = 30.0)]
     pub broker_outage: f64,
-    /// With a broker: partition the workers from the broker this many seconds
+    /// With NATS or Redis: partition the workers from the broker this many seconds
     /// after emission starts — a proxy between them stops moving bytes but keeps every
     /// connection open (no close, no reset)...
     #[arg(long)]
@@ -200,6 +206,22 @@ impl Plan {
                 }
             }
         }
+        if self.transport == TransportKind::Kafka {
+            if self.broker_outage_at.is_some() {
+                return Err(
+                    "--broker-outage-at cannot be used with --transport kafka: the run's tansu \
+                     keeps its topics in memory, so killing it would lose them"
+                        .to_owned(),
+                );
+            }
+            if self.broker_partition_at.is_some() {
+                return Err(
+                    "--broker-partition-at cannot be used with --transport kafka: Kafka clients \
+                     reconnect to the broker's advertised address, around the proxy"
+                        .to_owned(),
+                );
+            }
+        }
         let own_broker = self.transport == TransportKind::Redis
             || (self.transport == TransportKind::Nats && self.nats_url.is_none());
         if self.broker_outage_at.is_some() && !own_broker {
@@ -253,6 +275,13 @@ mod tests {
         assert!(err.contains("--transport nats"), "{err}");
         let err = plan(&["--emit-rate", "0"]).check().unwrap_err();
         assert!(err.contains("--kills"), "{err}");
+        for fault in ["--broker-outage-at", "--broker-partition-at"] {
+            let err = plan(&["--transport", "kafka", fault, "5"])
+                .check()
+                .unwrap_err();
+            assert!(err.contains(fault) && err.contains("kafka"), "{err}");
+        }
+        assert_eq!(plan(&["--transport", "kafka"]).check(), Ok(()));
         assert!(Plan::try_parse_from(["chaos", "--workers", "0"]).is_err());
         assert!(Plan::try_parse_from(["chaos", "--emit-batch", "0"]).is_err());
     }

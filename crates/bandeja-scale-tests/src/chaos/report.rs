@@ -57,6 +57,7 @@ impl Report {
                 TransportKind::InProcess => "in-process",
                 TransportKind::Nats => "nats",
                 TransportKind::Redis => "redis",
+                TransportKind::Kafka => "kafka",
             }
             .to_owned(),
             workers: plan.workers,

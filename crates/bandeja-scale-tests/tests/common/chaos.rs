@@ -20,38 +20,62 @@ pub(crate) async fn run(flags: &[&str]) -> Report {
     report
 }
 
+/// The workload and worker faults every bounded broker run of CI shares: 3 workers, 6,000
+/// messages at 1,000/s (one in 500 poison), 4 kills with crash points, a 2 s lease, a
+/// sample every 2 s.
+const BROKER_WORKLOAD: [&str; 15] = [
+    "--workers",
+    "3",
+    "--messages",
+    "6000",
+    "--emit-rate",
+    "1000",
+    "--kills",
+    "4",
+    "--crash-points",
+    "--lease",
+    "2",
+    "--poison-every",
+    "500",
+    "--sample-every",
+    "2",
+];
+
+/// The effects [`BROKER_WORKLOAD`] must leave: one per subscriber for each message but the
+/// 12 poison ones (every 500th of 6,000).
+const BROKER_EFFECTS: i64 = 2 * (6_000 - 12);
+
+/// Runs [`BROKER_WORKLOAD`] over `transport` with the `faults` flags too; checks that every
+/// kill happened and every effect is there.
+async fn workload_run(transport: &str, faults: &[&str]) -> Report {
+    let flags: Vec<&str> = ["--transport", transport]
+        .into_iter()
+        .chain(BROKER_WORKLOAD)
+        .chain(faults.iter().copied())
+        .collect();
+    let report = run(&flags).await;
+    assert_eq!(report.kills.len(), 4, "every planned kill happened");
+    assert_eq!(report.verification.effects, BROKER_EFFECTS);
+    report
+}
+
 /// The bounded broker run of CI (`chaos_over_nats`, `chaos_over_redis`) over `transport`:
-/// 3 workers, 6,000 messages at 1,000/s, 4 kills with crash points, a 10 s partition at
-/// 2 s, a 30 s SIGKILL outage of the run's own broker at 14 s; checks that every fault
-/// happened and every effect is there.
+/// [`BROKER_WORKLOAD`], a 10 s partition at 2 s, a 30 s SIGKILL outage of the run's own
+/// broker at 14 s; checks that every fault happened and every effect is there.
 pub(crate) async fn broker_run(transport: &str) {
-    let report = run(&[
-        "--transport",
+    let report = workload_run(
         transport,
-        "--workers",
-        "3",
-        "--messages",
-        "6000",
-        "--emit-rate",
-        "1000",
-        "--kills",
-        "4",
-        "--crash-points",
-        "--lease",
-        "2",
-        "--poison-every",
-        "500",
-        "--broker-partition-at",
-        "2",
-        "--broker-partition",
-        "10",
-        "--broker-outage-at",
-        "14",
-        "--broker-outage",
-        "30",
-        "--sample-every",
-        "2",
-    ])
+        &[
+            "--broker-partition-at",
+            "2",
+            "--broker-partition",
+            "10",
+            "--broker-outage-at",
+            "14",
+            "--broker-outage",
+            "30",
+        ],
+    )
     .await;
     let outage = report
         .broker_outage
@@ -60,6 +84,11 @@ pub(crate) async fn broker_run(transport: &str) {
     assert!(outage.down_ms >= 30_000, "{outage:?}");
     let partition = report.broker_partition.as_ref().expect("a partition");
     assert!(partition.down_ms >= 10_000, "{partition:?}");
-    assert_eq!(report.kills.len(), 4, "every planned kill happened");
-    assert_eq!(report.verification.effects, 2 * (6_000 - 12));
+}
+
+/// The bounded Kafka run of CI (`chaos_over_kafka`): [`BROKER_WORKLOAD`] over a `tansu`
+/// of the run's own, without broker faults (its topics live in its memory); checks that
+/// every kill happened and every effect is there.
+pub(crate) async fn kafka_run() {
+    workload_run("kafka", &[]).await;
 }

@@ -37,8 +37,8 @@ async fn a_topic_with_another_partition_count_is_refused_naming_both() {
             .broker_creates_topics(false)
     };
     let refused = KafkaTransport::connect(own_cluster(&prefix).partitions(4))
-    .await
-    .expect_err("another partition count");
+        .await
+        .expect_err("another partition count");
     assert_eq!(refused.kind(), TransportErrorKind::Rejected);
     assert!(
         matches!(
