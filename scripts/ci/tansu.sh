@@ -42,17 +42,18 @@ suites() {
     echo "tansu: $bin is missing: run scripts/ci/tansu.sh install first" >&2
     return 1
   fi
-  local port log pid
+  local port log
   port=$(free_port)
   log=$(mktemp -t tansu.XXXXXX.log)
   "$bin" broker --listener-url "tcp://127.0.0.1:$port" \
     --advertised-listener-url "tcp://127.0.0.1:$port" \
     --storage-engine memory://tansu/ >"$log" 2>&1 &
-  pid=$!
-  trap 'kill "$pid" 2>/dev/null || true' EXIT
+  tansu_pid=$!
+  # A global: the trap runs after this function has returned.
+  trap 'kill "${tansu_pid:-}" 2>/dev/null || true' EXIT
   for _ in $(seq 1 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    if ! kill -0 "$pid" 2>/dev/null; then
+    if ! kill -0 "$tansu_pid" 2>/dev/null; then
       echo "tansu: the broker exited at start:" >&2
       cat "$log" >&2
       return 1
