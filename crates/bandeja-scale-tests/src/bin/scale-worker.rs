@@ -86,7 +86,7 @@ struct Args {
 const SERVICE: &str = "scale";
 
 /// The broker transport of `--nats`, `--redis` or `--kafka`, if given.
-async fn nats_transport(
+async fn broker_transport(
     args: &Args,
 ) -> Result<Option<Arc<dyn bandeja::transport::Transport>>, Box<dyn Error>> {
     if let Some(servers) = &args.kafka {
@@ -145,7 +145,7 @@ fn parse_lease(s: &str) -> Result<Duration, String> {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn Error>> {
-    let transport = nats_transport(&args).await?;
+    let transport = broker_transport(&args).await?;
     let worker_id = args
         .worker_id
         .unwrap_or_else(|| format!("scale-{}-{:04x}", std::process::id(), rand::random::<u16>()));

@@ -20,7 +20,7 @@ pub(crate) async fn run(flags: &[&str]) -> Report {
     report
 }
 
-/// The workload and worker faults every bounded broker run of CI shares: 3 workers, 6,000
+/// The workload and worker faults every bounded broker run shares: 3 workers, 6,000
 /// messages at 1,000/s (one in 500 poison), 4 kills with crash points, a 2 s lease, a
 /// sample every 2 s.
 const BROKER_WORKLOAD: [&str; 15] = [
@@ -86,7 +86,7 @@ pub(crate) async fn broker_run(transport: &str) {
     assert!(partition.down_ms >= 10_000, "{partition:?}");
 }
 
-/// The bounded Kafka run of CI (`chaos_over_kafka`): [`BROKER_WORKLOAD`] over a `tansu`
+/// The bounded Kafka run (`chaos_over_kafka`, by hand, not in CI): [`BROKER_WORKLOAD`] over a `tansu`
 /// of the run's own, without broker faults (its topics live in its memory); checks that
 /// every kill happened and every effect is there.
 pub(crate) async fn kafka_run() {

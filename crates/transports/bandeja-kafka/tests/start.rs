@@ -20,6 +20,24 @@ fn kafka_error(error: &bandeja_core::transport::TransportError) -> &KafkaError {
         .unwrap_or_else(|| panic!("a KafkaError inside {error:?}"))
 }
 
+/// `refused` is a rejection for a topic of `found` partitions in a process configured
+/// with `configured`.
+fn assert_partition_mismatch(
+    refused: &bandeja_core::transport::TransportError,
+    found: usize,
+    configured: u16,
+) {
+    assert_eq!(refused.kind(), TransportErrorKind::Rejected);
+    assert!(
+        matches!(
+            kafka_error(refused),
+            KafkaError::PartitionMismatch { found: f, configured: c, .. }
+                if *f == found && *c == configured
+        ),
+        "{refused}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_topic_with_another_partition_count_is_refused_naming_both() {
     common::logs();
@@ -39,18 +57,7 @@ async fn a_topic_with_another_partition_count_is_refused_naming_both() {
     let refused = KafkaTransport::connect(own_cluster(&prefix).partitions(4))
         .await
         .expect_err("another partition count");
-    assert_eq!(refused.kind(), TransportErrorKind::Rejected);
-    assert!(
-        matches!(
-            kafka_error(&refused),
-            KafkaError::PartitionMismatch {
-                found: 3,
-                configured: 4,
-                ..
-            }
-        ),
-        "{refused}"
-    );
+    assert_partition_mismatch(&refused, 3, 4);
     let message = refused.to_string();
     assert!(
         message.contains("has 3 partitions") && message.contains("configured with 4"),
@@ -76,15 +83,7 @@ async fn a_process_configured_with_another_partition_count_than_the_first_is_ref
     let refused = KafkaTransport::connect(options(&prefix).partitions(configured))
         .await
         .expect_err("another partition count than the topic's");
-    assert_eq!(refused.kind(), TransportErrorKind::Rejected);
-    assert!(
-        matches!(
-            kafka_error(&refused),
-            KafkaError::PartitionMismatch { found, configured: c, .. }
-                if *found == usize::from(PARTITIONS) && *c == configured
-        ),
-        "{refused}"
-    );
+    assert_partition_mismatch(&refused, usize::from(PARTITIONS), configured);
     KafkaTransport::connect(options(&prefix))
         .await
         .expect("a second process with the first one's count");
