@@ -66,7 +66,7 @@ suites() {
 }
 
 chaos() {
-  TANSU="$bin" cargo test -p bandeja-scale-tests --features tansu --test chaos_over_kafka \
+  TANSU="$bin" cargo test -p bandeja-scale-tests --features tansu --test chaos_over_tansu \
     -- --nocapture
 }
 

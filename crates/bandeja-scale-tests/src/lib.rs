@@ -13,7 +13,8 @@
 //! - the `chaos` binary and its library half ([`chaos`]): a workload driven through
 //!   several `scale-worker` processes while they are killed and the database or the
 //!   broker restarted, verified from the database at the end (over NATS, Redis or Kafka:
-//!   [`nats_server`], [`redis_server`], [`tansu_server`] start the run's own broker);
+//!   [`nats_server`], [`redis_server`], [`kafka_mock`] and [`tansu_server`] start the
+//!   run's own broker);
 //! - the `fleet-node` binary and its library half ([`fleet`]): one process of a fleet whose
 //!   versions subscribe to different things (SQLite or PostgreSQL, in process or over a
 //!   broker), for the mixed-fleet and rolling-deploy tests;
@@ -24,6 +25,7 @@
 
 pub mod chaos;
 pub mod fleet;
+pub mod kafka_mock;
 pub mod nats_server;
 mod own_server;
 pub mod redis_server;

@@ -14,7 +14,7 @@
 mod common;
 
 use common::fleet::{amqp_url, nats_url, reach_amqp, reach_nats};
-use common::kafka_mock::KafkaMock;
+use common::kafka_mock;
 use common::shared::{self, Kill, Plan};
 
 fn plan<'a>(transport: &'a str, url: &'a str, prefix: &'a str) -> Plan<'a> {
@@ -67,6 +67,6 @@ async fn three_processes_over_redis_one_killed_keep_each_key_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_over_kafka_one_killed_keep_each_key_in_order() {
-    let cluster = KafkaMock::start();
+    let cluster = kafka_mock::start();
     shared::run(plan("kafka", cluster.servers(), &prefix())).await;
 }

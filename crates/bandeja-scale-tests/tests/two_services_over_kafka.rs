@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::kafka_mock::KafkaMock;
+use common::kafka_mock::{self, KafkaMock};
 use common::pair::{self, Broker};
 
 impl Broker for KafkaMock {
@@ -26,11 +26,11 @@ impl Broker for KafkaMock {
     }
 
     fn stop(&mut self) {
-        self.say("down");
+        self.down().expect("the mock's brokers go down");
     }
 
     fn start(&mut self) {
-        self.say("up");
+        self.up().expect("the mock's brokers come back");
     }
 
     fn extra_args(&self) -> Vec<String> {
@@ -40,6 +40,6 @@ impl Broker for KafkaMock {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_services_over_kafka_survive_a_broker_outage() {
-    let mut cluster = KafkaMock::start();
+    let mut cluster = kafka_mock::start();
     pair::run(&mut cluster).await;
 }

@@ -5,7 +5,8 @@
 //! cargo build --release -p bandeja-scale-tests
 //! target/release/chaos --workers 3 --messages 50000 --kills 20 --crash-points
 //! target/release/chaos --transport nats --broker-outage-at 20 --broker-outage 30
-//! target/release/chaos --transport kafka --kills 10 --crash-points
+//! target/release/chaos --transport kafka --broker-outage-at 14 --broker-outage 30
+//! target/release/chaos --transport kafka --kafka-brokers tansu --kills 10 --crash-points
 //! target/release/chaos --restart-database-at 20 --kills 5
 //! target/release/chaos --messages 1000000 --kills 0 --emit-rate 0 --sample-every 10
 //! ```

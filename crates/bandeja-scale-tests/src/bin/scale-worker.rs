@@ -71,6 +71,11 @@ struct Args {
     /// `--nats-prefix` and have `--nats-partitions` partitions, created if missing.
     #[arg(long, conflicts_with_all = ["nats", "redis"], value_name = "BOOTSTRAP_SERVERS")]
     kafka: Option<String>,
+    /// With `--kafka`: the brokers create a missing topic when its metadata is asked for
+    /// (librdkafka's mock cluster, which does not answer `CreateTopics`), so the worker
+    /// does not create them itself.
+    #[arg(long, requires = "kafka")]
+    kafka_topics_by_brokers: bool,
     /// Each handler run takes this long (awaited inside its transaction, like a call to
     /// another service) and is recorded in the `runs` table, outside the transaction.
     #[arg(long, default_value_t = 0)]
@@ -93,8 +98,8 @@ async fn broker_transport(
         let options = bandeja::kafka::KafkaOptions::new(servers.clone())
             .prefix(args.nats_prefix.clone())
             .partitions(args.nats_partitions)
-            .create_topics(true)
-            .broker_creates_topics(false)
+            .create_topics(!args.kafka_topics_by_brokers)
+            .broker_creates_topics(args.kafka_topics_by_brokers)
             // A process killed with partitions assigned: the group hands them on after this.
             .session_timeout(Duration::from_secs(6));
         return Ok(Some(Arc::new(

@@ -72,8 +72,9 @@ pub(crate) async fn restart_database(
     Ok(outage)
 }
 
-/// At `at`, SIGKILLs `server` (no close reaches its clients), keeps it down for `down`,
-/// then starts it again on the same store; gives the server back with the outage.
+/// At `at`, SIGKILLs `server` (no close reaches its clients; the Kafka mock: takes its
+/// brokers down), keeps it down for `down`, then starts it again on the same store (brings
+/// them up); gives the server back with the outage.
 pub(crate) fn broker_outage(
     mut server: OwnBroker,
     at: Instant,
@@ -83,7 +84,10 @@ pub(crate) fn broker_outage(
     std::thread::sleep(at.saturating_duration_since(Instant::now()));
     let began = Instant::now();
     let name = server.name();
-    eprintln!("chaos: killing {name} (SIGKILL) for {down:?}");
+    eprintln!(
+        "chaos: a broker outage of {down:?} ({name}: {})",
+        server.outage()
+    );
     let outage = server.kill().and_then(|()| {
         // The outage itself: the broker stays away this long.
         std::thread::sleep(down.saturating_sub(began.elapsed()));
@@ -92,7 +96,7 @@ pub(crate) fn broker_outage(
     let outage = outage.map(|()| Outage {
         at_ms: ms(began - started),
         down_ms: ms(began.elapsed()),
-        detail: format!("{name} SIGKILLed, started again after {down:?}"),
+        detail: format!("{name} {} after {down:?}", server.outage()),
     });
     eprintln!("chaos: {name} is back");
     (server, outage)

@@ -13,8 +13,10 @@
 //! database or broker is down) is tried again every 2 s, and the schedule waits for it.
 //! Over NATS or Redis, the workers may reach the broker through a proxy that partitions
 //! them (connections open, no byte moving) for a while, and the run's own broker may be
-//! SIGKILLed and started again. Over Kafka, the workers reach a `tansu` broker of the
-//! run's own directly; it keeps its topics in memory and is never killed.
+//! SIGKILLed and started again. Over Kafka, the workers reach the run's own brokers
+//! directly: librdkafka's mock cluster in a `kafka-mock` process, whose brokers an outage
+//! takes down and brings back, or a `tansu` broker, which keeps its topics in memory and is
+//! never killed.
 
 mod emitter;
 mod faults;
@@ -41,21 +43,24 @@ use tokio::sync::watch;
 pub use emitter::Emission;
 pub use faults::Outage;
 pub use fleet::Exit;
-pub use plan::{Plan, TransportKind};
+pub use plan::{KafkaBrokers, Plan, TransportKind};
 pub use report::Report;
 pub use sampler::{Sample, Samples};
 pub use takeover::Takeover;
 pub use verify::Verification;
 
+use crate::kafka_mock::KafkaMock;
 use crate::nats_server::NatsServer;
 use crate::redis_server::RedisServer;
 use crate::tansu_server::TansuServer;
 use fleet::Fleet;
 
-/// A broker process of the run's own, which an outage kills and starts again.
+/// A broker process of the run's own, which an outage kills and starts again (the Kafka
+/// mock: whose brokers an outage takes down and brings back).
 pub(crate) enum OwnBroker {
     Nats(NatsServer),
     Redis(RedisServer),
+    KafkaMock(KafkaMock),
 }
 
 impl OwnBroker {
@@ -63,6 +68,7 @@ impl OwnBroker {
         match self {
             OwnBroker::Nats(server) => server.url(),
             OwnBroker::Redis(server) => server.url(),
+            OwnBroker::KafkaMock(cluster) => cluster.servers().to_owned(),
         }
     }
 
@@ -70,14 +76,24 @@ impl OwnBroker {
         match self {
             OwnBroker::Nats(_) => "nats-server",
             OwnBroker::Redis(_) => "redis-server",
+            OwnBroker::KafkaMock(_) => "kafka-mock",
         }
     }
 
-    /// SIGKILL; returns once its port is closed.
+    /// What an outage does to it.
+    pub(crate) fn outage(&self) -> &'static str {
+        match self {
+            OwnBroker::Nats(_) | OwnBroker::Redis(_) => "SIGKILLed, started again",
+            OwnBroker::KafkaMock(_) => "every broker down, up again",
+        }
+    }
+
+    /// SIGKILL (the mock: every broker down); returns once its port is closed.
     pub(crate) fn kill(&mut self) -> Result<(), String> {
         match self {
             OwnBroker::Nats(server) => server.stop(false),
             OwnBroker::Redis(server) => server.kill(),
+            OwnBroker::KafkaMock(cluster) => cluster.down(),
         }
     }
 
@@ -86,6 +102,7 @@ impl OwnBroker {
         match self {
             OwnBroker::Nats(server) => server.resume(),
             OwnBroker::Redis(server) => server.resume(),
+            OwnBroker::KafkaMock(cluster) => cluster.up(),
         }
     }
 }
@@ -127,6 +144,14 @@ fn worker_bin(plan: &Plan) -> Result<PathBuf, String> {
         dir.pop();
     }
     Ok(dir.join("scale-worker"))
+}
+
+/// The `kafka-mock` executable: `--kafka-mock-bin`, or the one beside `scale-worker`.
+fn kafka_mock_bin(plan: &Plan) -> Result<PathBuf, String> {
+    if let Some(bin) = &plan.kafka_mock_bin {
+        return Ok(bin.clone());
+    }
+    Ok(worker_bin(plan)?.with_file_name("kafka-mock"))
 }
 
 /// Whole milliseconds of `d` (saturating), as the reports count time.
@@ -230,14 +255,18 @@ async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
         .await
         .map_err(|e| format!("cannot reach PostgreSQL: {e}"))?;
 
+    let kafka_brokers = (plan.transport == TransportKind::Kafka).then_some(plan.kafka_brokers);
     let mut broker = match (plan.transport, &plan.nats_url) {
         (TransportKind::Nats, None) => Some(OwnBroker::Nats(NatsServer::start()?)),
         (TransportKind::Redis, _) => Some(OwnBroker::Redis(RedisServer::start()?)),
+        (TransportKind::Kafka, _) if kafka_brokers == Some(KafkaBrokers::Mock) => Some(
+            OwnBroker::KafkaMock(KafkaMock::start(&kafka_mock_bin(plan)?)?),
+        ),
         _ => None,
     };
     // Beside `broker`, as no outage ever takes it: its topics live in its memory.
-    let tansu = match plan.transport {
-        TransportKind::Kafka => Some(TansuServer::start()?),
+    let tansu = match kafka_brokers {
+        Some(KafkaBrokers::Tansu) => Some(TansuServer::start()?),
         _ => None,
     };
     let mut args = vec![
@@ -278,6 +307,10 @@ async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
             "--nats-prefix".to_owned(),
             format!("chaos{}", &schema[6..14]),
         ]);
+        if kafka_brokers == Some(KafkaBrokers::Mock) {
+            // The mock does not answer CreateTopics: it makes a topic when asked for it.
+            args.push("--kafka-topics-by-brokers".to_owned());
+        }
     }
     let mut fleet = Fleet::start(worker_bin(plan)?, args, plan.workers).await?;
     let watched: sampler::Watched = Arc::new(Mutex::new(fleet.pids()));

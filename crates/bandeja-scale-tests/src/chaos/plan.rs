@@ -17,11 +17,23 @@ pub enum TransportKind {
     /// append-only file synced at every write (from `REDIS_SERVER`, default
     /// `/usr/bin/redis-server`).
     Redis,
-    /// Kafka, the same way, on a `tansu` broker of the run's own (from `TANSU`, default
-    /// `$HOME/.cache/tansu-install/bin/tansu`) keeping its topics in memory: it is never
-    /// killed (its topics would be lost) and no proxy partitions it (Kafka clients
-    /// reconnect to the advertised address), so the broker faults do not apply.
+    /// Kafka, the same way, on brokers of the run's own (`--kafka-brokers`). No proxy
+    /// partitions them: Kafka clients reconnect to the brokers' advertised address.
     Kafka,
+}
+
+/// The Kafka brokers of a `--transport kafka` run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KafkaBrokers {
+    /// librdkafka's mock cluster (the package's `kafka-mock`, three brokers) in a process
+    /// of its own: the Kafka protocol, consumer groups expiring a killed member after its
+    /// session timeout; it creates topics when their metadata is asked for. An outage
+    /// (`--broker-outage-at`) makes every broker stop answering; the cluster keeps its
+    /// topics, offsets and groups meanwhile.
+    Mock,
+    /// A `tansu` broker (from `TANSU`, default `$HOME/.cache/tansu-install/bin/tansu`)
+    /// keeping its topics in memory: never killed, as that would lose them.
+    Tansu,
 }
 
 /// One chaos run. Defaults are the full run of issue 6 (3 workers, 50,000 messages, 20
@@ -84,6 +96,13 @@ pub struct Plan {
     /// free port, which `--broker-outage-at` may stop.
     #[arg(long)]
     pub nats_url: Option<String>,
+    /// With `--transport kafka`: which brokers the run starts.
+    #[arg(long, value_enum, default_value_t = KafkaBrokers::Mock)]
+    pub kafka_brokers: KafkaBrokers,
+    /// The `kafka-mock` executable of `--kafka-brokers mock` (default: beside
+    /// `scale-worker`).
+    #[arg(long)]
+    pub kafka_mock_bin: Option<PathBuf>,
     /// Restart PostgreSQL this many seconds after emission starts.
     #[arg(long)]
     pub restart_database_at: Option<f64>,
@@ -102,9 +121,9 @@ pub struct Plan {
     /// ...and how many seconds it stays stopped in between (0: a plain restart).
     #[arg(long, default_value_t = 0.0)]
     pub database_down_for: f64,
-    /// Kill the run's own broker (`nats-server`, `redis-server`; not `tansu`) with SIGKILL
-    /// (its clients' connections are cut without a close) this many seconds after
-    /// emission starts...
+    /// Kill the run's own broker (`nats-server`, `redis-server`) with SIGKILL (its
+    /// clients' connections are cut without a close), or take every broker of the Kafka
+    /// mock down, this many seconds after emission starts (not with `tansu`)...
     #[arg(long)]
     pub broker_outage_at: Option<f64>,
     /// ...and start it again this many seconds later.
@@ -207,10 +226,11 @@ impl Plan {
             }
         }
         if self.transport == TransportKind::Kafka {
-            if self.broker_outage_at.is_some() {
+            if self.broker_outage_at.is_some() && self.kafka_brokers == KafkaBrokers::Tansu {
                 return Err(
-                    "--broker-outage-at cannot be used with --transport kafka: the run's tansu \
-                     keeps its topics in memory, so killing it would lose them"
+                    "--broker-outage-at cannot be used with --kafka-brokers tansu: the run's \
+                     tansu keeps its topics in memory, so killing it would lose them (the \
+                     mock's brokers can go down: --kafka-brokers mock)"
                         .to_owned(),
                 );
             }
@@ -223,7 +243,8 @@ impl Plan {
             }
         }
         let own_broker = self.transport == TransportKind::Redis
-            || (self.transport == TransportKind::Nats && self.nats_url.is_none());
+            || (self.transport == TransportKind::Nats && self.nats_url.is_none())
+            || self.transport == TransportKind::Kafka;
         if self.broker_outage_at.is_some() && !own_broker {
             return Err(
                 "--broker-outage-at needs a broker of the run's own: --transport redis, or \
@@ -275,13 +296,31 @@ mod tests {
         assert!(err.contains("--transport nats"), "{err}");
         let err = plan(&["--emit-rate", "0"]).check().unwrap_err();
         assert!(err.contains("--kills"), "{err}");
-        for fault in ["--broker-outage-at", "--broker-partition-at"] {
-            let err = plan(&["--transport", "kafka", fault, "5"])
+        let tansu = ["--transport", "kafka", "--kafka-brokers", "tansu"];
+        let err = plan(&[&tansu[..], &["--broker-outage-at", "5"]].concat())
+            .check()
+            .unwrap_err();
+        assert!(
+            err.contains("--broker-outage-at") && err.contains("tansu"),
+            "{err}"
+        );
+        for brokers in ["mock", "tansu"] {
+            let flags = ["--transport", "kafka", "--kafka-brokers", brokers];
+            let err = plan(&[&flags[..], &["--broker-partition-at", "5"]].concat())
                 .check()
                 .unwrap_err();
-            assert!(err.contains(fault) && err.contains("kafka"), "{err}");
+            assert!(
+                err.contains("--broker-partition-at") && err.contains("kafka"),
+                "{err}"
+            );
         }
         assert_eq!(plan(&["--transport", "kafka"]).check(), Ok(()));
+        assert_eq!(
+            plan(&["--transport", "kafka"]).kafka_brokers,
+            KafkaBrokers::Mock
+        );
+        let outage = plan(&["--transport", "kafka", "--broker-outage-at", "5"]);
+        assert_eq!(outage.check(), Ok(()));
         assert!(Plan::try_parse_from(["chaos", "--workers", "0"]).is_err());
         assert!(Plan::try_parse_from(["chaos", "--emit-batch", "0"]).is_err());
     }

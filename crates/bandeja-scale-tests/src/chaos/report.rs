@@ -4,12 +4,15 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::{Emission, Exit, Outage, Plan, Samples, Takeover, TransportKind, Verification};
+use super::{
+    Emission, Exit, KafkaBrokers, Outage, Plan, Samples, Takeover, TransportKind, Verification,
+};
 
 /// Everything a chaos run did and found.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Report {
-    /// `in-process` or `nats`.
+    /// `in-process`, `nats`, `redis`, `kafka` (librdkafka's mock cluster) or
+    /// `kafka-tansu`.
     pub transport: String,
     /// Worker processes.
     pub workers: u16,
@@ -57,7 +60,10 @@ impl Report {
                 TransportKind::InProcess => "in-process",
                 TransportKind::Nats => "nats",
                 TransportKind::Redis => "redis",
-                TransportKind::Kafka => "kafka",
+                TransportKind::Kafka => match plan.kafka_brokers {
+                    KafkaBrokers::Mock => "kafka",
+                    KafkaBrokers::Tansu => "kafka-tansu",
+                },
             }
             .to_owned(),
             workers: plan.workers,
