@@ -8,13 +8,14 @@
 #   scripts/ci/tansu.sh suites    start it on a free port (everything in memory), run
 #                                 bandeja-kafka's conformance, start and foreign-client
 #                                 suites against it (BANDEJA_KAFKA_BOOTSTRAP), stop it
-#   scripts/ci/tansu.sh chaos     the chaos run over Kafka (three workers killed with
-#                                 crash points, a tansu of its own; not in CI: see
-#                                 docs/brokers.md, a partition seen stalled on tansu)
+#   scripts/ci/tansu.sh chaos     the chaos run over tansu (three workers killed with
+#                                 crash points, a tansu of its own; docs/brokers.md says
+#                                 why a partition can stall there). CI runs the same
+#                                 workload over librdkafka's mock cluster (chaos_over_kafka)
 #   scripts/ci/tansu.sh path      print the binary's path
 #
-# `.ci/run` starts `install` in the background, at the lowest CPU priority, while its own
-# gates and tests run, and `suites` after them.
+# By hand only: `.ci/run` does not build or start tansu (its build would take a third of
+# a cold CI run's budget; docs/brokers.md, "What was tested against what").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

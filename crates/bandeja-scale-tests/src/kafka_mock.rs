@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-/// The running cluster.
+/// The running cluster; dropping it kills the `kafka-mock` process, and its topics with it.
 pub struct KafkaMock {
     child: Child,
     stdin: ChildStdin,
@@ -23,9 +23,16 @@ impl KafkaMock {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+            .map_err(|e| {
+                format!(
+                    "cannot start {}: {e} (build it with `cargo build -p bandeja-scale-tests`, \
+                     or name another with --kafka-mock-bin)",
+                    binary.display()
+                )
+            })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
+            let _ = child.wait();
             return Err("kafka-mock's standard input or output is not piped".to_owned());
         };
         let mut stdout = BufReader::new(stdout);

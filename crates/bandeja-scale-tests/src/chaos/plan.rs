@@ -244,11 +244,11 @@ impl Plan {
         }
         let own_broker = self.transport == TransportKind::Redis
             || (self.transport == TransportKind::Nats && self.nats_url.is_none())
-            || self.transport == TransportKind::Kafka;
+            || (self.transport == TransportKind::Kafka && self.kafka_brokers == KafkaBrokers::Mock);
         if self.broker_outage_at.is_some() && !own_broker {
             return Err(
-                "--broker-outage-at needs a broker of the run's own: --transport redis, or \
-                 --transport nats without --nats-url"
+                "--broker-outage-at needs a broker of the run's own: --transport redis, \
+                 --transport nats without --nats-url, or --transport kafka (the mock)"
                     .to_owned(),
             );
         }
