@@ -50,6 +50,11 @@ pub(crate) struct Plan<'a> {
 
 /// The longest the run may take to settle once the producer is done.
 const SETTLE: Duration = Duration::from_secs(120);
+/// The longest the run waits for each of its milestones (the first rows, half of them, `a`
+/// running one): three processes of a service over RabbitMQ or NATS store about a hundred
+/// messages a second here, so half of 10,000 takes 50–60 s on a quiet machine (a minute
+/// was seen to be 15 rows short in CI). Only a failing run waits this long.
+const MILESTONE: Duration = Duration::from_secs(180);
 
 /// One broker test at a time: together their processes would hold too many of the
 /// PostgreSQL server's connections.
@@ -104,11 +109,7 @@ pub(crate) async fn run(plan: Plan<'_>) {
         ),
     );
     consumer_db
-        .wait_count(
-            "SELECT count(*) FROM {s}inbox_events",
-            100,
-            Duration::from_secs(60),
-        )
+        .wait_count("SELECT count(*) FROM {s}inbox_events", 100, MILESTONE)
         .await;
     let mut c = node("c", &on(&consumer_db, "fleet", &audit));
     let joined_at = consumer_db
@@ -117,17 +118,13 @@ pub(crate) async fn run(plan: Plan<'_>) {
     let killed = if kill == Kill::A {
         let half = i64::try_from(messages / 2).unwrap_or(i64::MAX);
         consumer_db
-            .wait_count(
-                "SELECT count(*) FROM {s}inbox_events",
-                half,
-                Duration::from_secs(60),
-            )
+            .wait_count("SELECT count(*) FROM {s}inbox_events", half, MILESTONE)
             .await;
         consumer_db
             .wait_count(
                 "SELECT count(*) FROM {s}fleet_runs WHERE worker = 'a' AND exited_at IS NULL",
                 1,
-                Duration::from_secs(60),
+                MILESTONE,
             )
             .await;
         // Dropping a running node kills it with SIGKILL.
