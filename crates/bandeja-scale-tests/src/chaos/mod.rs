@@ -203,6 +203,8 @@ async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
         plan.lease.to_string(),
         "--fail-rate".to_owned(),
         plan.fail_rate.to_string(),
+        "--handler-ms".to_owned(),
+        plan.handler_ms.to_string(),
     ];
     let mut proxy = None;
     if plan.transport != TransportKind::InProcess {

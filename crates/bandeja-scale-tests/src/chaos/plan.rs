@@ -88,6 +88,11 @@ pub struct Plan {
     /// Probability that a handler attempt fails retriably.
     #[arg(long, default_value_t = 0.0)]
     pub fail_rate: f64,
+    /// Each handler run takes this many milliseconds (awaited inside its transaction) and
+    /// is recorded in the schema's `runs` table outside it (`scale-worker --handler-ms`);
+    /// 0: handlers return at once.
+    #[arg(long, default_value_t = 0)]
+    pub handler_ms: u64,
     /// The transport.
     #[arg(long, value_enum, default_value_t = TransportKind::InProcess)]
     pub transport: TransportKind,
@@ -296,23 +301,22 @@ mod tests {
         assert!(err.contains("--transport nats"), "{err}");
         let err = plan(&["--emit-rate", "0"]).check().unwrap_err();
         assert!(err.contains("--kills"), "{err}");
-        let tansu = ["--transport", "kafka", "--kafka-brokers", "tansu"];
-        let err = plan(&[&tansu[..], &["--broker-outage-at", "5"]].concat())
-            .check()
-            .unwrap_err();
-        assert!(
-            err.contains("--broker-outage-at") && err.contains("tansu"),
-            "{err}"
-        );
-        for brokers in ["mock", "tansu"] {
-            let flags = ["--transport", "kafka", "--kafka-brokers", brokers];
-            let err = plan(&[&flags[..], &["--broker-partition-at", "5"]].concat())
-                .check()
-                .unwrap_err();
-            assert!(
-                err.contains("--broker-partition-at") && err.contains("kafka"),
-                "{err}"
-            );
+        // Each refused Kafka fault, and the words its refusal must say.
+        for (brokers, fault, says) in [
+            ("tansu", "--broker-outage-at", "tansu"),
+            ("mock", "--broker-partition-at", "kafka"),
+            ("tansu", "--broker-partition-at", "kafka"),
+        ] {
+            let flags = [
+                "--transport",
+                "kafka",
+                "--kafka-brokers",
+                brokers,
+                fault,
+                "5",
+            ];
+            let err = plan(&flags).check().unwrap_err();
+            assert!(err.contains(fault) && err.contains(says), "{err}");
         }
         assert_eq!(plan(&["--transport", "kafka"]).check(), Ok(()));
         assert_eq!(
