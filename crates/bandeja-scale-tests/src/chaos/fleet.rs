@@ -28,6 +28,16 @@ pub struct Exit {
     pub status: String,
 }
 
+impl Exit {
+    /// Whether this is an armed worker aborting (SIGABRT) at its crash point.
+    pub(crate) fn is_crash_point_abort(&self) -> bool {
+        self.armed.is_some() && self.status == describe_signal(ABORT_SIGNAL)
+    }
+}
+
+/// The signal `std::process::abort` raises, which a crash point uses.
+const ABORT_SIGNAL: i32 = 6;
+
 /// The worker processes.
 pub(crate) struct Fleet {
     bin: PathBuf,
@@ -216,7 +226,34 @@ fn describe(status: ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit {code}"),
-        (None, Some(signal)) => format!("signal {signal}"),
+        (None, Some(signal)) => describe_signal(signal),
         _ => status.to_string(),
+    }
+}
+
+/// `signal 6`...
+fn describe_signal(signal: i32) -> String {
+    format!("signal {signal}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Exit;
+
+    fn exit(armed: Option<&str>, status: &str) -> Exit {
+        Exit {
+            worker: "w1g6".to_owned(),
+            armed: armed.map(str::to_owned),
+            status: status.to_owned(),
+        }
+    }
+
+    #[test]
+    fn only_an_armed_worker_aborting_counts_as_its_crash_point() {
+        assert!(exit(Some("after-claim@14"), "signal 6").is_crash_point_abort());
+        assert!(!exit(None, "signal 6").is_crash_point_abort());
+        assert!(!exit(Some("after-claim@14"), "signal 9").is_crash_point_abort());
+        assert!(!exit(Some("after-claim@14"), "exit 1").is_crash_point_abort());
+        assert!(!exit(Some("after-claim@14"), "did not stop after SIGTERM").is_crash_point_abort());
     }
 }

@@ -373,7 +373,15 @@ async fn run_in(plan: &Plan, schema: &str) -> Result<Report, String> {
     report.drained_after_emission_ms = emission_ended.map_or(0, |e| ms(e.elapsed()));
     report.took_ms = ms(started.elapsed());
     let _ = stop.send(true);
-    report.unclean_stops = fleet.terminate(Duration::from_secs(30)).await;
+    for exit in fleet.terminate(Duration::from_secs(30)).await {
+        // An armed worker may reach its crash point while it stops (a last claim after the
+        // drain was seen): that abort is the run's own fault, as it is mid-run.
+        if exit.is_crash_point_abort() {
+            report.crash_point_exits.push(exit);
+        } else {
+            report.unclean_stops.push(exit);
+        }
+    }
     for handle in watches {
         report
             .kills
