@@ -1,6 +1,6 @@
 //! Per-key order with three consuming processes of one service, one killed mid-run (issue
 //! 18 item 8), on NATS JetStream, RabbitMQ, Redis Streams and Kafka:
-//! 10,000 messages (3,000 on NATS) over 100 partition keys, `audit` runs of 5 ms; `a` is SIGKILLed once
+//! 10,000 messages over 100 partition keys, `audit` runs of 5 ms; `a` is SIGKILLed once
 //! half have arrived and it is running one. Each broker's own means keep a partition with
 //! one owner at a time: NATS's shared consumer and its order check, RabbitMQ's single
 //! active consumer, Redis's check of the group's
@@ -22,10 +22,7 @@ fn plan<'a>(transport: &'a str, url: &'a str, prefix: &'a str) -> Plan<'a> {
         transport,
         url,
         prefix,
-        // NATS, whose processes share each partition's consumer one pull at a time,
-        // receives about 65 messages a second here with three of them: 3,000 keep the
-        // run under a minute.
-        messages: if transport == "nats" { 3_000 } else { 10_000 },
+        messages: 10_000,
         keys: 100,
         handler_ms: 5,
         killed_handler_ms: 5,

@@ -17,7 +17,9 @@
 //!   (outside the handler's transaction), a row in `fleet_effects` per committed handling.
 //!   `--slow NAME=MS`: each run of `NAME` takes that long.
 //! - `--emit TYPE=COUNT` (repeatable) emits that many messages of `TYPE`, one per
-//!   transaction, the types in turn, one round every `--emit-every` milliseconds, message
+//!   transaction (or `--emit-batch N` of them per transaction, as an application that
+//!   writes several events with one business change), the types in turn, one round (one
+//!   batch) every `--emit-every` milliseconds, message
 //!   `n` with the partition key `k<n % keys>` (`--keys`, default 20); commands
 //!   go to the service `--command-target`. With `--wait-for-go` emission starts when a line
 //!   `go` arrives on stdin. It prints `emitted` when done. SIGTERM during emission stops it
@@ -50,7 +52,7 @@ use std::time::Duration;
 use bandeja::postgres::PgStore;
 use bandeja::sqlite::SqliteStore;
 use bandeja::transport::Transport;
-use bandeja::{Bandeja, Command, Config, Event, TenantId};
+use bandeja::{Bandeja, BoxKind, Command, Config, Event, Outbox, TenantId};
 use bandeja_scale_tests::fleet::{
     Charged, EffectStore, FleetType, Noted, Recording, Refund, RunLog, Ship,
 };
@@ -123,9 +125,13 @@ struct Args {
     /// `TYPE=COUNT`: messages to emit.
     #[arg(long, value_parser = parse_emit)]
     emit: Vec<(FleetType, u64)>,
-    /// Milliseconds between two rounds of emission.
+    /// Milliseconds between two rounds of emission (two transactions with `--emit-batch`).
     #[arg(long, default_value_t = 10)]
     emit_every: u64,
+    /// Messages per emitting transaction, taken from the rounds in turn (1: each message
+    /// in a transaction of its own).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    emit_batch: u16,
     /// How many partition keys the emitted messages spread over (message `n` has key
     /// `k<n % keys>`).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
@@ -295,9 +301,10 @@ async fn command<T: bandeja::Payload>(
     Ok(command.with_partition_key(key))
 }
 
-/// Emits one message of `kind` numbered `n`, in a transaction of its own.
+/// Writes one message of `kind` numbered `n` through `tx`.
 async fn emit_one<S: EffectStore>(
-    bandeja: &Bandeja<S>,
+    outbox: &Outbox<S>,
+    tx: &mut S::Conn,
     target: &str,
     kind: FleetType,
     n: u64,
@@ -305,46 +312,116 @@ async fn emit_one<S: EffectStore>(
 ) -> bandeja::Result<()> {
     let key = format!("k{}", n % keys);
     match kind {
-        FleetType::Noted => bandeja.emit(&Event::new("Fleet", key, Noted { n })).await,
-        FleetType::Charged => bandeja.emit(&Event::new("Fleet", key, Charged { n })).await,
-        FleetType::Ship => bandeja.send(&command(target, Ship { n }, key).await?).await,
+        FleetType::Noted => {
+            outbox
+                .emit(tx, &Event::new("Fleet", key, Noted { n }))
+                .await
+        }
+        FleetType::Charged => {
+            outbox
+                .emit(tx, &Event::new("Fleet", key, Charged { n }))
+                .await
+        }
+        FleetType::Ship => {
+            outbox
+                .send(tx, &command(target, Ship { n }, key).await?)
+                .await
+        }
         FleetType::Refund => {
-            bandeja
-                .send(&command(target, Refund { n }, key).await?)
+            outbox
+                .send(tx, &command(target, Refund { n }, key).await?)
                 .await
         }
     }
 }
 
-/// Emits the `--emit` counts, the types in turn, until done or `stop`.
+/// Up to `limit` messages of one round of `plan` (one of each type not done, in turn,
+/// from `next`), advancing `next`.
+fn round(
+    plan: &[(FleetType, u64)],
+    next: &mut [u64],
+    limit: usize,
+    into: &mut Vec<(FleetType, u64)>,
+) {
+    for (i, (kind, count)) in plan.iter().enumerate() {
+        if next[i] < *count && into.len() < limit {
+            into.push((*kind, next[i]));
+            next[i] += 1;
+        }
+    }
+}
+
+/// The next `batch` messages of `plan`: rounds in turn until `batch` or the end.
+fn next_batch(plan: &[(FleetType, u64)], next: &mut [u64], batch: usize) -> Vec<(FleetType, u64)> {
+    let mut taken = Vec::new();
+    loop {
+        let before = taken.len();
+        round(plan, next, batch, &mut taken);
+        if taken.len() == before || taken.len() >= batch {
+            return taken;
+        }
+    }
+}
+
+/// Emits the `--emit` counts, the types in turn, `batch` messages per transaction, until
+/// done or `stop`.
 async fn emit<S: EffectStore>(
     bandeja: Bandeja<S>,
-    plan: Vec<(FleetType, u64)>,
-    every: Duration,
+    emission: Emission,
     target: String,
-    keys: u64,
     stop: Arc<AtomicBool>,
 ) -> Result<bool, String> {
+    let Emission {
+        plan,
+        every,
+        batch,
+        keys,
+    } = emission;
+    let (store, outbox) = (bandeja.store(), bandeja.outbox());
     let mut next: Vec<u64> = vec![0; plan.len()];
     loop {
-        let mut any = false;
-        for (i, (kind, count)) in plan.iter().enumerate() {
+        // One message per transaction: a round of the types, each in its own.
+        let messages = if batch == 1 {
+            let mut one_round = Vec::new();
+            round(&plan, &mut next, plan.len(), &mut one_round);
+            one_round
+        } else {
+            next_batch(&plan, &mut next, batch)
+        };
+        if messages.is_empty() {
+            return Ok(true);
+        }
+        let groups: Vec<&[(FleetType, u64)]> = if batch == 1 {
+            messages.chunks(1).collect()
+        } else {
+            vec![&messages[..]]
+        };
+        for group in groups {
             if stop.load(Ordering::Relaxed) {
                 return Ok(false);
             }
-            if next[i] < *count {
-                emit_one(&bandeja, &target, *kind, next[i], keys)
+            let failed = |e: &dyn std::fmt::Display| format!("emitting {group:?}: {e}");
+            let mut tx = store.begin().await.map_err(|e| failed(&e))?;
+            for (kind, n) in group {
+                emit_one(&outbox, &mut tx, &target, *kind, *n, keys)
                     .await
-                    .map_err(|e| format!("emitting {kind:?} {}: {e}", next[i]))?;
-                next[i] += 1;
-                any = true;
+                    .map_err(|e| failed(&e))?;
             }
-        }
-        if !any {
-            return Ok(true);
+            store.commit(tx).await.map_err(|e| failed(&e))?;
+            // As `Bandeja::emit` does: the dispatchers publish now, not at their next poll.
+            store.wakers().wake(BoxKind::OutboxEvents);
+            store.wakers().wake(BoxKind::OutboxCommands);
         }
         tokio::time::sleep(every).await;
     }
+}
+
+/// What `--emit`, `--emit-every`, `--emit-batch` and `--keys` ask for.
+struct Emission {
+    plan: Vec<(FleetType, u64)>,
+    every: Duration,
+    batch: usize,
+    keys: u64,
 }
 
 fn say(line: &str) -> std::io::Result<()> {
@@ -378,14 +455,19 @@ async fn serve<S: EffectStore>(bandeja: Bandeja<S>, args: &Args) -> Result<(), B
     let mut emission = if args.emit.is_empty() {
         None
     } else {
-        let (bandeja, plan, stop) = (bandeja.clone(), args.emit.clone(), stop.clone());
-        let every = Duration::from_millis(args.emit_every);
-        let (target, wait, keys) = (args.command_target.clone(), args.wait_for_go, args.keys);
+        let (bandeja, stop) = (bandeja.clone(), stop.clone());
+        let emission = Emission {
+            plan: args.emit.clone(),
+            every: Duration::from_millis(args.emit_every),
+            batch: usize::from(args.emit_batch),
+            keys: args.keys,
+        };
+        let (target, wait) = (args.command_target.clone(), args.wait_for_go);
         Some(tokio::spawn(async move {
             if wait {
                 go().await;
             }
-            emit(bandeja, plan, every, target, keys, stop).await
+            emit(bandeja, emission, target, stop).await
         }))
     };
     loop {
@@ -457,6 +539,30 @@ async fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn emission_batches_take_the_types_in_turn() {
+        let plan = [(FleetType::Noted, 3), (FleetType::Ship, 1)];
+        let mut next = [0, 0];
+        let batches: Vec<Vec<(FleetType, u64)>> =
+            std::iter::from_fn(|| Some(next_batch(&plan, &mut next, 3)).filter(|b| !b.is_empty()))
+                .collect();
+        assert_eq!(
+            batches,
+            [
+                vec![
+                    (FleetType::Noted, 0),
+                    (FleetType::Ship, 0),
+                    (FleetType::Noted, 1)
+                ],
+                vec![(FleetType::Noted, 2)],
+            ]
+        );
+        let mut next = [0, 0];
+        let mut one = Vec::new();
+        round(&plan, &mut next, plan.len(), &mut one);
+        assert_eq!(one, [(FleetType::Noted, 0), (FleetType::Ship, 0)]);
+    }
 
     #[test]
     fn flags_parse() {
