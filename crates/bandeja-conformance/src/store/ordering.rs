@@ -77,3 +77,40 @@ pub async fn per_key_order_holds_back_later_messages_of_the_key_only<S: Inspect>
         2
     );
 }
+
+/// A key whose rows come only after thousands of rows of a key whose head is held is
+/// still claimed: a claim that bounds its walk past rows it cannot take (PostgreSQL's
+/// window) looks past them when it comes back short.
+pub async fn a_key_behind_thousands_of_held_back_rows_of_another_is_claimed<S: Inspect>(store: S) {
+    let mut records: Vec<_> = (0..5_000).map(|n| ping(n, "burst")).collect();
+    let others = [ping(5_000, "a"), ping(5_001, "b"), ping(5_002, "a")];
+    records.extend(others.iter().cloned());
+    let subscribers = vec!["s".to_owned()];
+    for chunk in records.chunks(1_000) {
+        let deliveries: Vec<_> = chunk
+            .iter()
+            .map(|record| Delivery {
+                record,
+                subscribers: &subscribers,
+            })
+            .collect();
+        store
+            .receive(MessageKind::Event, &deliveries)
+            .await
+            .expect("receive");
+    }
+    let head = store
+        .claim(BoxKind::InboxEvents, &request("w", 1))
+        .await
+        .expect("claim");
+    assert_eq!(ids(&head), vec![records[0].id], "the burst's head, held");
+    let behind = store
+        .claim(BoxKind::InboxEvents, &request("w", 10))
+        .await
+        .expect("claim");
+    assert_eq!(
+        ids(&behind),
+        vec![others[0].id, others[1].id],
+        "the heads of the keys behind the burst, none of the burst's held-back rows"
+    );
+}

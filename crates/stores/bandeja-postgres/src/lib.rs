@@ -2,6 +2,7 @@
 
 mod admin;
 mod attempts;
+mod claims;
 mod columns;
 mod completion;
 mod decode;
@@ -133,6 +134,8 @@ struct Inner {
     /// handlers of a busy process may hold every connection of the main pool for as long
     /// as they run, and a renewal that waits for one of them lets leases run out.
     leases: PgPool,
+    /// When each box's claims last looked past their window (see [`claims`]).
+    beyond_window: Mutex<[Option<std::time::Instant>; 4]>,
 }
 
 impl fmt::Debug for PgStore {
@@ -141,6 +144,24 @@ impl fmt::Debug for PgStore {
             .field("schema", &self.inner.schema)
             .field("channel", &self.inner.channel)
             .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Whether a short ordered claim of `box_kind` may look past its window now: at most
+    /// once per [`claims::BEYOND_WINDOW_EVERY`] for each box of this store.
+    fn may_look_beyond_window(&self, box_kind: BoxKind) -> bool {
+        let mut last = self
+            .inner
+            .beyond_window
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let slot = &mut last[index(box_kind)];
+        if slot.is_some_and(|at| at.elapsed() < claims::BEYOND_WINDOW_EVERY) {
+            return false;
+        }
+        *slot = Some(std::time::Instant::now());
+        true
     }
 }
 
@@ -280,6 +301,7 @@ impl PgStore {
                 wakers: Wakers::new(),
                 relay: Mutex::new(None),
                 leases,
+                beyond_window: Mutex::new([None; 4]),
             }),
         })
     }
