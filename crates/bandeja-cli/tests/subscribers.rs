@@ -8,9 +8,9 @@ mod common;
 
 use std::time::Duration;
 
+use bandeja_conformance::fixtures::receive_events;
 use bandeja_conformance::fixtures::Ping;
 use bandeja_conformance::fixtures::TempDir;
-use bandeja_core::store::Delivery;
 use bandeja_core::subscriptions::{Registration, Subscription};
 use bandeja_core::testing::eventually;
 use bandeja_core::{Event, MessageKind, MessageRecord, Store, TenantId};
@@ -54,17 +54,7 @@ async fn receive<S: Store>(store: &S, subscriber: &str, n: u64) {
         })
         .collect();
     let subscribers = [subscriber.to_owned()];
-    let deliveries: Vec<Delivery<'_>> = records
-        .iter()
-        .map(|record| Delivery {
-            record,
-            subscribers: &subscribers,
-        })
-        .collect();
-    store
-        .receive(MessageKind::Event, &deliveries)
-        .await
-        .expect("receive");
+    receive_events(store, records.iter(), &subscribers).await;
 }
 
 /// A migrated SQLite file (by `bandeja migrate`).

@@ -2,11 +2,12 @@
 //! the id, in every box and in the archives; the value is bound, never spliced into SQL.
 
 use bandeja_core::admin::{Admin, Discard, MessageFilter};
-use bandeja_core::record::{BoxKind, MessageKind};
+use bandeja_core::record::BoxKind;
 use bandeja_core::status::MessageStatus;
-use bandeja_core::store::{Delivery, Resolution};
+use bandeja_core::store::Resolution;
 
 use super::{claim_all, ids, list, outcome, record, ACME};
+use crate::fixtures::receive_events;
 use crate::store::emit;
 
 fn correlated(id: &str) -> MessageFilter {
@@ -33,17 +34,7 @@ pub async fn a_correlation_id_finds_exactly_its_rows<S: Admin>(store: S) {
     )
     .await;
     let subscribers = ["billing".to_owned()];
-    let deliveries: Vec<_> = [&order, &other]
-        .into_iter()
-        .map(|record| Delivery {
-            record,
-            subscribers: &subscribers,
-        })
-        .collect();
-    store
-        .receive(MessageKind::Event, &deliveries)
-        .await
-        .expect("receive");
+    receive_events(&store, [&order, &other], &subscribers).await;
 
     let found = list(&store, correlated("req-42")).await;
     let mut seen: Vec<_> = found

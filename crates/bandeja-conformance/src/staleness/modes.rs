@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use bandeja_core::config::{CompletionMode, CompletionModes};
-use bandeja_core::record::{BoxKind, MessageKind};
+use bandeja_core::record::BoxKind;
 use bandeja_core::status::MessageStatus;
-use bandeja_core::store::{Delivery, Inspect, Resolution};
+use bandeja_core::store::{Inspect, Resolution};
 
 use super::{claim_one, fail_stale, past_the_threshold, resolve, statuses};
+use crate::fixtures::receive_events;
 use crate::store::{emit, ping, rows};
 
 /// In `archive` mode a completed row moves into the archive: its `archived_at` is the
@@ -22,17 +23,7 @@ pub async fn archived_rows_are_progress_in_archive_mode<S: Inspect>(store: S) {
     emit(&store, &[ping(0, "a"), ping(1, "b")]).await;
     let (first, second) = (ping(2, "c"), ping(3, "d"));
     let subscribers = vec!["s".to_owned()];
-    let deliveries: Vec<_> = [&first, &second]
-        .into_iter()
-        .map(|record| Delivery {
-            record,
-            subscribers: &subscribers,
-        })
-        .collect();
-    store
-        .receive(MessageKind::Event, &deliveries)
-        .await
-        .expect("receive");
+    receive_events(&store, [&first, &second], &subscribers).await;
     past_the_threshold().await;
     for box_kind in [BoxKind::OutboxEvents, BoxKind::InboxEvents] {
         let done = claim_one(&store, box_kind, Duration::from_secs(30)).await;

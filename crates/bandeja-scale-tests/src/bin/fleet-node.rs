@@ -380,7 +380,8 @@ async fn emit<S: EffectStore>(
     let (store, outbox) = (bandeja.store(), bandeja.outbox());
     let mut next: Vec<u64> = vec![0; plan.len()];
     loop {
-        // One message per transaction: a round of the types, each in its own.
+        // One message per transaction: a round of the types, each in its own; otherwise
+        // the next `batch` messages in one.
         let messages = if batch == 1 {
             let mut one_round = Vec::new();
             round(&plan, &mut next, plan.len(), &mut one_round);
@@ -408,6 +409,8 @@ async fn emit<S: EffectStore>(
                     .map_err(|e| failed(&e))?;
             }
             store.commit(tx).await.map_err(|e| failed(&e))?;
+            // As `Bandeja::emit` does, for a run that arms it.
+            bandeja::fault::point("after-emit-commit");
             // As `Bandeja::emit` does: the dispatchers publish now, not at their next poll.
             store.wakers().wake(BoxKind::OutboxEvents);
             store.wakers().wake(BoxKind::OutboxCommands);

@@ -24,7 +24,7 @@ pub struct Exit {
     pub worker: String,
     /// The crash point it was armed with (`<point>@<n>`), if any.
     pub armed: Option<String>,
-    /// How it ended (`signal: 6` for an abort at a crash point).
+    /// How it ended (`signal 6` for an abort at a crash point).
     pub status: String,
 }
 

@@ -1,10 +1,10 @@
-//! The claim statement, and the window that bounds an ordered claim's walk.
+//! The claim statement, and the window that bounds its walk.
 //!
 //! An ordered claim skips a row whose partition key has an older live row, so when the
 //! heads of the busy keys are all held (by this process's other batches, or by other
 //! processes of the service), every other row of the backlog fails that check. Walking
 //! to the end of a 200,000-row backlog to learn that took 1.6 s a claim here, and three
-//! processes ran up to a dozen such walks at once (`docs/performance.md`, issue 17 item 5).
+//! processes ran several such walks at once (`docs/performance.md`, issue 17 item 5).
 //!
 //! So a claim looks only at a *window*: the first [`WINDOW_ROWS`] candidates in `seq`
 //! order (or 16 × its limit, if more), a candidate being a row it could claim but for the
@@ -15,8 +15,14 @@
 //!
 //! What a window cannot see is a key whose rows come only after a window's worth of
 //! blocked candidates (one aggregate's burst of thousands ahead of everyone else's rows).
-//! For those the store runs, at most once a second per box, the same claim from the first
-//! candidate past the window ([`Start::BeyondWindow`]) when a claim came back short.
+//! For those, when an ordered claim comes back short, the store claims from a window
+//! further on ([`Start::Deeper`]), at most once a second per box: the first candidate
+//! past one window, then past two, … up to [`DEEPEST`] windows, and round again
+//! ([`Depths`]). A key behind more than [`DEEPEST`] windows of blocked candidates waits
+//! until the blocked key's backlog shrinks below that (nothing is lost; its rows are
+//! claimed then).
+
+use std::time::{Duration, Instant};
 
 use crate::queries::NOW;
 
@@ -24,16 +30,69 @@ use crate::queries::NOW;
 pub(crate) const WINDOW_ROWS: i64 = 4096;
 
 /// How often, at most, a box's claims in one store look past their window.
-pub(crate) const BEYOND_WINDOW_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+pub(crate) const DEEPER_EVERY: Duration = Duration::from_secs(1);
+
+/// The most windows a look past the window skips.
+pub(crate) const DEEPEST: i64 = 8;
+
+/// The candidates a claim of `limit` rows looks at.
+pub(crate) fn window_rows(limit: usize) -> i64 {
+    i64::try_from(limit)
+        .unwrap_or(i64::MAX)
+        .saturating_mul(16)
+        .max(WINDOW_ROWS)
+}
 
 /// Where a claim's window starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Start {
     /// At the live floor (`$5`).
     Floor,
-    /// At the first candidate past the window that starts at the live floor: `NULL`
-    /// (nothing claimed) when there are no more candidates than the window holds.
-    BeyondWindow,
+    /// At the candidate that many candidates past the live floor (the statement's last
+    /// parameter): nothing is claimed when there are not that many.
+    Deeper,
+}
+
+/// The numbers of the window's parameters: the candidates it holds, and (for
+/// [`Start::Deeper`]) how many it skips; after the claim's own (`$1..$5`, the tenant with
+/// `by_tenant`, the three subscriber arrays in an inbox).
+pub(crate) fn window_params(by_tenant: bool, inbox: bool) -> (usize, usize) {
+    let window = 6 + usize::from(by_tenant) + if inbox { 3 } else { 0 };
+    (window, window + 1)
+}
+
+/// When each box last looked deeper, and how deep the next look goes (one per box of a
+/// store; a look that claims nothing goes one window deeper next time, round to one after
+/// [`DEEPEST`]).
+#[derive(Debug, Default)]
+pub(crate) struct Depths {
+    boxes: [Option<(Instant, i64)>; 4],
+}
+
+impl Depths {
+    /// How many windows the short claim of box `index` may skip now, if it may look.
+    pub(crate) fn next(&mut self, index: usize, now: Instant) -> Option<i64> {
+        let slot = self.boxes.get_mut(index)?;
+        match *slot {
+            Some((at, _)) if now.duration_since(at) < DEEPER_EVERY => None,
+            Some((_, depth)) => {
+                *slot = Some((now, depth));
+                Some(depth)
+            }
+            None => {
+                *slot = Some((now, 1));
+                Some(1)
+            }
+        }
+    }
+
+    /// What the look at `depth` found: rows (the next look stays there) or none (it goes
+    /// one window deeper, round to one after [`DEEPEST`]).
+    pub(crate) fn found(&mut self, index: usize, depth: i64, claimed: bool) {
+        if let Some(Some((_, next))) = self.boxes.get_mut(index) {
+            *next = if claimed { depth } else { depth % DEEPEST + 1 };
+        }
+    }
 }
 
 /// The claim statement: due rows found through the partial index in `seq` order, locked,
@@ -44,7 +103,7 @@ pub(crate) enum Start {
 /// inbox, only rows matching one of the (subscriber, type, tenant) triples of the next three
 /// parameters (`$6..$8`, or `$7..$9` by tenant; a NULL type or tenant matches any; a NULL
 /// array: any row). Parameters: `$1` ordered, `$2` limit, `$3` worker, `$4` lease in
-/// seconds, `$5` floor seq.
+/// seconds, `$5` floor seq, then those of the window ([`window_params`]).
 pub(crate) fn claim(
     t: &str,
     same_subscriber: &str,
@@ -77,12 +136,13 @@ pub(crate) fn claim(
 /// reads only as many as it needs), each checked again once locked (another claim may
 /// have taken it meanwhile), and, ordered, skipped when its key has an older live row.
 fn due(t: &str, same_subscriber: &str, by_tenant: bool, inbox: bool, start: Start) -> String {
-    let window = format!("GREATEST($2::int8 * 16, {WINDOW_ROWS})");
+    let (window, skipped) = window_params(by_tenant, inbox);
+    let floor = "COALESCE($5::int8, 0)";
     let first = match start {
-        Start::Floor => "COALESCE($5::int8, 0)".to_owned(),
-        Start::BeyondWindow => format!(
-            "(SELECT p.seq FROM {t} p WHERE {} ORDER BY p.seq OFFSET {window} LIMIT 1)",
-            candidate("p", "COALESCE($5::int8, 0)", by_tenant, inbox)
+        Start::Floor => floor.to_owned(),
+        Start::Deeper => format!(
+            "(SELECT p.seq FROM {t} p WHERE {} ORDER BY p.seq OFFSET ${skipped}::int8 LIMIT 1)",
+            candidate("p", floor, by_tenant, inbox)
         ),
     };
     let candidates = candidate("w", &first, by_tenant, inbox);
@@ -91,11 +151,12 @@ fn due(t: &str, same_subscriber: &str, by_tenant: bool, inbox: bool, start: Star
         "SELECT c.ctid AS row_id, c.seq, c.status, c.locked_by \
          FROM (SELECT w.ctid AS candidate, w.seq AS candidate_seq FROM {t} w \
                WHERE {candidates} \
-               ORDER BY w.seq LIMIT CASE WHEN $1::bool THEN {window} END) win \
+               ORDER BY w.seq LIMIT ${window}::int8) win \
          JOIN {t} c ON c.ctid = win.candidate \
          WHERE c.status IN ('PENDING', 'PROCESSING') AND {due_now} {tenant} \
            AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
-                SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
+                SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key \
+                AND o.tenant_id = c.tenant_id {same_subscriber} \
                 AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
          ORDER BY win.candidate_seq LIMIT $2::int8 \
          FOR UPDATE OF c SKIP LOCKED",
@@ -146,4 +207,56 @@ fn subscriber_filter(alias: &str, by_tenant: bool, inbox: bool) -> String {
              AND (k.message_type IS NULL OR k.message_type = {alias}.message_type) \
              AND (k.tenant IS NULL OR k.tenant = {alias}.tenant_id)))"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_is_sixteen_claims_and_at_least_its_floor() {
+        assert_eq!(window_rows(10), WINDOW_ROWS);
+        assert_eq!(window_rows(1_000), 16_000);
+        assert_eq!(window_rows(usize::MAX), i64::MAX);
+    }
+
+    #[test]
+    fn the_window_parameters_follow_the_claims_own() {
+        assert_eq!(window_params(false, false), (6, 7));
+        assert_eq!(window_params(true, false), (7, 8));
+        assert_eq!(window_params(false, true), (9, 10));
+        assert_eq!(window_params(true, true), (10, 11));
+    }
+
+    #[test]
+    fn looks_deeper_go_once_a_second_one_window_further_until_they_find_rows() {
+        let mut depths = Depths::default();
+        let start = Instant::now();
+        assert_eq!(depths.next(1, start), Some(1));
+        assert_eq!(depths.next(1, start + Duration::from_millis(500)), None);
+        assert_eq!(depths.next(0, start), Some(1), "each box on its own");
+        depths.found(1, 1, false);
+        let mut at = start;
+        let mut seen = Vec::new();
+        for _ in 0..DEEPEST {
+            at += DEEPER_EVERY;
+            let depth = depths.next(1, at).expect("a second later");
+            seen.push(depth);
+            depths.found(1, depth, false);
+        }
+        assert_eq!(
+            seen,
+            [2, 3, 4, 5, 6, 7, 8, 1],
+            "round again after the deepest"
+        );
+        at += DEEPER_EVERY;
+        let depth = depths.next(1, at).expect("a second later");
+        depths.found(1, depth, true);
+        assert_eq!(
+            depths.next(1, at + DEEPER_EVERY),
+            Some(depth),
+            "stays where rows were"
+        );
+        assert_eq!(depths.next(9, at), None, "no such box");
+    }
 }

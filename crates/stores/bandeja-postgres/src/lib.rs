@@ -134,8 +134,9 @@ struct Inner {
     /// handlers of a busy process may hold every connection of the main pool for as long
     /// as they run, and a renewal that waits for one of them lets leases run out.
     leases: PgPool,
-    /// When each box's claims last looked past their window (see [`claims`]).
-    beyond_window: Mutex<[Option<std::time::Instant>; 4]>,
+    /// When each box's short claims last looked past their window, and how far the next
+    /// look goes (see [`claims`]).
+    depths: Mutex<claims::Depths>,
 }
 
 impl fmt::Debug for PgStore {
@@ -148,20 +149,23 @@ impl fmt::Debug for PgStore {
 }
 
 impl PgStore {
-    /// Whether a short ordered claim of `box_kind` may look past its window now: at most
-    /// once per [`claims::BEYOND_WINDOW_EVERY`] for each box of this store.
-    fn may_look_beyond_window(&self, box_kind: BoxKind) -> bool {
-        let mut last = self
-            .inner
-            .beyond_window
+    /// How many windows a short ordered claim of `box_kind` may skip now, if it may look
+    /// past its window (at most once per [`claims::DEEPER_EVERY`] for each box).
+    fn deeper(&self, box_kind: BoxKind) -> Option<i64> {
+        self.inner
+            .depths
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let slot = &mut last[index(box_kind)];
-        if slot.is_some_and(|at| at.elapsed() < claims::BEYOND_WINDOW_EVERY) {
-            return false;
-        }
-        *slot = Some(std::time::Instant::now());
-        true
+            .unwrap_or_else(PoisonError::into_inner)
+            .next(index(box_kind), std::time::Instant::now())
+    }
+
+    /// What the look `depth` windows past the window found.
+    fn found_deeper(&self, box_kind: BoxKind, depth: i64, claimed: bool) {
+        self.inner
+            .depths
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .found(index(box_kind), depth, claimed);
     }
 }
 
@@ -301,7 +305,7 @@ impl PgStore {
                 wakers: Wakers::new(),
                 relay: Mutex::new(None),
                 leases,
-                beyond_window: Mutex::new([None; 4]),
+                depths: Mutex::new(claims::Depths::default()),
             }),
         })
     }

@@ -66,11 +66,10 @@ pub(crate) struct BoxQueries {
     pub(crate) claim: String,
     /// As `claim`, only the rows of tenant `$6`.
     pub(crate) claim_tenant: String,
-    /// As `claim`, from the first candidate past the ordered claim's window (see
-    /// [`crate::claims`]).
-    pub(crate) claim_beyond: String,
+    /// As `claim`, from a candidate past the window (see [`crate::claims`]).
+    pub(crate) claim_deeper: String,
     /// As `claim_tenant`, past the window.
-    pub(crate) claim_tenant_beyond: String,
+    pub(crate) claim_tenant_deeper: String,
     /// The tenants with live rows (a loose index scan over `(tenant_id, seq)`).
     pub(crate) tenants: String,
     /// What completing a row of this box does.
@@ -165,22 +164,8 @@ impl BoxQueries {
         BoxQueries {
             claim: claim(&t, same_subscriber, &returned, false, inbox, Start::Floor),
             claim_tenant: claim(&t, same_subscriber, &returned, true, inbox, Start::Floor),
-            claim_beyond: claim(
-                &t,
-                same_subscriber,
-                &returned,
-                false,
-                inbox,
-                Start::BeyondWindow,
-            ),
-            claim_tenant_beyond: claim(
-                &t,
-                same_subscriber,
-                &returned,
-                true,
-                inbox,
-                Start::BeyondWindow,
-            ),
+            claim_deeper: claim(&t, same_subscriber, &returned, false, inbox, Start::Deeper),
+            claim_tenant_deeper: claim(&t, same_subscriber, &returned, true, inbox, Start::Deeper),
             mode,
             resolve: match mode {
                 CompletionMode::Update => {
@@ -374,7 +359,7 @@ fn relay(
         "(SELECT pg_try_advisory_xact_lock(hashtext('bandeja relay'), \
            hashtext('{t}' || COALESCE($6::text, '')))) AND"
     );
-    let due = due(t, "c.ctid AS row_id", &gate, "", "", by_tenant);
+    let due = due(t, "c.ctid AS row_id", &gate, by_tenant);
     let unrouted = "NOT EXISTS (SELECT 1 FROM routes r WHERE r.message_type = t.message_type \
          AND (r.tenant IS NULL OR r.tenant = COALESCE(t.target_tenant_id, t.tenant_id)))";
     let no_route_error = "'no handler for command type `' || t.message_type \
@@ -516,21 +501,13 @@ fn relay(
     )
 }
 
-/// The due rows of a relay (claims have theirs in [`crate::claims`]; `$1` ordered, `$2` limit, `$5` floor seq, `$6`
+/// The due rows of a relay from an outbox (`$1` ordered, `$2` limit, `$5` floor seq, `$6`
 /// tenant with `by_tenant`): PENDING rows whose time has come and PROCESSING rows whose
 /// lease expired, from the live floor on, in `seq` order, skipping a row whose partition
-/// key has an older live row (per tenant and, in inboxes, per subscriber), locked with
-/// `SKIP LOCKED`. `gate` is a leading condition (the relay's advisory lock).
-/// `same_subscriber` is the key check's subscriber condition, `subscribers` the claim's
-/// own subscriber filter (inboxes).
-fn due(
-    t: &str,
-    columns: &str,
-    gate: &str,
-    same_subscriber: &str,
-    subscribers: &str,
-    by_tenant: bool,
-) -> String {
+/// key has an older live row (per tenant), locked with `SKIP LOCKED`. `gate` is a leading
+/// condition (the relay's advisory lock, so one relay walks at a time). Unlike a claim's
+/// ([`crate::claims`]) this walk is not bounded by a window.
+fn due(t: &str, columns: &str, gate: &str, by_tenant: bool) -> String {
     let tenant_filter = if by_tenant {
         "AND c.tenant_id = $6::text AND c.status = 'PENDING'"
     } else {
@@ -539,11 +516,12 @@ fn due(
     format!(
         "SELECT {columns} FROM {t} c \
          WHERE {gate} c.status IN ('PENDING', 'PROCESSING') \
-           AND c.seq >= COALESCE($5::int8, 0) {tenant_filter} {subscribers} \
+           AND c.seq >= COALESCE($5::int8, 0) {tenant_filter} \
            AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
              OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
            AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
-                SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
+                SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key \
+                AND o.tenant_id = c.tenant_id \
                 AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
          ORDER BY c.seq LIMIT $2::int8 \
          FOR UPDATE OF c SKIP LOCKED"

@@ -18,6 +18,7 @@ use sqlx::postgres::{PgConnection, Postgres};
 use sqlx::{Connection, Row, Transaction};
 use uuid::Uuid;
 
+use crate::claims::window_rows;
 use crate::columns::{bind_outcomes, seconds, InboxBatch, MessageColumns};
 use crate::decode::{row_key, row_view};
 use crate::{sqlx_error, PgStore, MIGRATOR};
@@ -135,13 +136,16 @@ async fn write_outcomes(
 const ORPHANS_BATCH: i64 = 10_000;
 
 impl PgStore {
-    /// Runs one claim statement (`sql`: `claim` or its variants) for at most `limit` rows.
+    /// Runs one claim statement (`sql`: `claim` or its variants) for at most `limit` rows,
+    /// with its window: the candidates it looks at, and the candidates it skips first
+    /// (only for `claim_deeper`; see [`crate::claims`]).
     async fn claim_rows(
         &self,
         box_kind: BoxKind,
         sql: &str,
         request: &ClaimRequest<'_>,
         limit: usize,
+        (window, skipped): (i64, Option<i64>),
     ) -> Result<Vec<sqlx::postgres::PgRow>, StoreError> {
         let mut query = sqlx::query(sql)
             .bind(request.ordered)
@@ -168,6 +172,10 @@ impl PgStore {
                         .map(|k| k.tenant.as_ref().map(TenantId::as_str))
                         .collect::<Vec<_>>()
                 }));
+        }
+        query = query.bind(window);
+        if let Some(skipped) = skipped {
+            query = query.bind(skipped);
         }
         query
             .fetch_all(self.pool())
@@ -272,8 +280,9 @@ impl Store for PgStore {
         Ok(())
     }
 
-    /// One statement: the due rows are locked with `FOR UPDATE SKIP LOCKED` in a CTE and
-    /// updated in place, so concurrent claimers never get the same row.
+    /// One statement (two when an ordered claim comes back short and may look past its
+    /// window, see [`crate::claims`]): the due rows are locked with `FOR UPDATE SKIP
+    /// LOCKED` in a CTE and updated in place, so concurrent claimers never get the same row.
     async fn claim(
         &self,
         box_kind: BoxKind,
@@ -283,21 +292,37 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let queries = self.queries(box_kind);
-        let (sql, beyond) = if request.tenant.is_some() {
-            (&queries.claim_tenant, &queries.claim_tenant_beyond)
+        let (sql, deeper) = if request.tenant.is_some() {
+            (&queries.claim_tenant, &queries.claim_tenant_deeper)
         } else {
-            (&queries.claim, &queries.claim_beyond)
+            (&queries.claim, &queries.claim_deeper)
         };
+        let window = window_rows(request.limit);
         let mut rows = self
-            .claim_rows(box_kind, sql, request, request.limit)
+            .claim_rows(box_kind, sql, request, request.limit, (window, None))
             .await?;
         // Short: perhaps a window's worth of rows of keys whose heads are held hides the
         // rows of other keys behind them (see `crate::claims`).
-        if request.ordered && rows.len() < request.limit && self.may_look_beyond_window(box_kind) {
-            let more = self
-                .claim_rows(box_kind, beyond, request, request.limit - rows.len())
-                .await?;
-            rows.extend(more);
+        if request.ordered && rows.len() < request.limit {
+            if let Some(depth) = self.deeper(box_kind) {
+                let skipped = window.saturating_mul(depth);
+                let left = request.limit - rows.len();
+                match self
+                    .claim_rows(box_kind, deeper, request, left, (window, Some(skipped)))
+                    .await
+                {
+                    Ok(more) => {
+                        self.found_deeper(box_kind, depth, !more.is_empty());
+                        rows.extend(more);
+                    }
+                    // The rows claimed first are kept (they are this worker's now): the
+                    // next short claim looks again.
+                    Err(error) => tracing::warn!(
+                        box = %box_kind, %error,
+                        "claiming past the window failed: keeping the rows claimed before it"
+                    ),
+                }
+            }
         }
         let mut claimed = Vec::with_capacity(rows.len());
         let mut undecodable = Vec::new();

@@ -20,12 +20,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bandeja_conformance::fixtures::outbox_of;
+use bandeja_conformance::fixtures::receive_events;
 use bandeja_conformance::fixtures::{fast_config, Ping};
-use bandeja_core::store::{Delivery, Inspect};
+use bandeja_core::store::Inspect;
 use bandeja_core::testing::eventually;
 use bandeja_core::{
     Bandeja, BoxKind, Event, EventHandler, HandlerContext, HandlerError, HandlerTransaction,
-    MessageKind, MessageRecord, MessageStatus, Store, TenantId,
+    MessageRecord, MessageStatus, Store, TenantId,
 };
 use bandeja_postgres::PgStore;
 use common::try_fresh_store;
@@ -326,17 +327,7 @@ async fn a_batch_never_mixes_tenants_so_a_local_setting_never_leaks() {
         })
         .collect();
     let subscribers = vec!["s".to_owned()];
-    let deliveries: Vec<Delivery<'_>> = records
-        .iter()
-        .map(|record| Delivery {
-            record,
-            subscribers: &subscribers,
-        })
-        .collect();
-    store
-        .receive(MessageKind::Event, &deliveries)
-        .await
-        .expect("receive");
+    receive_events(&store, records.iter(), &subscribers).await;
     let running = bandeja.start().await.expect("start");
     eventually(Duration::from_secs(20), || async {
         let rows = store.rows(BoxKind::InboxEvents).await.ok()?;

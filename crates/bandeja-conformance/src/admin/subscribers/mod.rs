@@ -8,10 +8,11 @@ use std::time::Duration;
 use bandeja_core::admin::{Admin, SubscriptionView};
 use bandeja_core::record::{BoxKind, MessageKind, MessageRecord};
 use bandeja_core::status::MessageStatus;
-use bandeja_core::store::{ClaimRequest, Delivery, Store};
+use bandeja_core::store::{ClaimRequest, Store};
 use bandeja_core::subscriptions::{Registration, Subscription};
 use bandeja_core::testing::eventually;
 
+use crate::fixtures::receive_events;
 use crate::store::{ping, request, rows};
 
 pub mod health;
@@ -66,17 +67,7 @@ pub(crate) async fn received<S: Store>(
         .map(|i| ping(i, &format!("sub-{i}")))
         .collect();
     let subscribers: Vec<String> = subscribers.iter().map(|s| (*s).to_owned()).collect();
-    let deliveries: Vec<Delivery<'_>> = records
-        .iter()
-        .map(|record| Delivery {
-            record,
-            subscribers: &subscribers,
-        })
-        .collect();
-    store
-        .receive(MessageKind::Event, &deliveries)
-        .await
-        .expect("receive");
+    receive_events(store, records.iter(), &subscribers).await;
     records
 }
 
