@@ -281,7 +281,7 @@ impl Store for PgStore {
     }
 
     /// One statement (two when an ordered claim comes back short and may look past its
-    /// window, see [`crate::claims`]): the due rows are locked with `FOR UPDATE SKIP
+    /// window, see `claims.rs`): the due rows are locked with `FOR UPDATE SKIP
     /// LOCKED` in a CTE and updated in place, so concurrent claimers never get the same row.
     async fn claim(
         &self,
