@@ -2,17 +2,26 @@
 
 use std::time::Duration;
 
-use bandeja_core::record::BoxKind;
-use bandeja_core::store::{ClaimRequest, Inspect, Resolution};
+use bandeja_core::record::{BoxKind, MessageKind};
+use bandeja_core::store::{ClaimRequest, Delivery, Inspect, Resolution};
 
 use super::{emit, ids, outcome, ping, request};
-use crate::fixtures::receive_events;
 
 /// With ordering on, only the oldest live message of a key is claimable; other keys are not held back.
 pub async fn per_key_order_holds_back_later_messages_of_the_key_only<S: Inspect>(store: S) {
     let records = [ping(1, "k1"), ping(2, "k1"), ping(3, "k2")];
     let subscribers = vec!["s".to_owned()];
-    receive_events(&store, records.iter(), &subscribers).await;
+    let deliveries: Vec<_> = records
+        .iter()
+        .map(|record| Delivery {
+            record,
+            subscribers: &subscribers,
+        })
+        .collect();
+    store
+        .receive(MessageKind::Event, &deliveries)
+        .await
+        .expect("receive");
     let first = store
         .claim(BoxKind::InboxEvents, &request("w", 10))
         .await
@@ -66,42 +75,5 @@ pub async fn per_key_order_holds_back_later_messages_of_the_key_only<S: Inspect>
             .expect("claim")
             .len(),
         2
-    );
-}
-
-/// A key whose rows come only after thousands of rows of a key whose head is held is
-/// still claimed: a claim that bounds its walk past rows it cannot take (PostgreSQL's
-/// window of 4,096 candidates for these limits) looks further on when it comes back short,
-/// one window deeper each second until it finds rows.
-pub async fn a_key_behind_thousands_of_held_back_rows_of_another_is_claimed<S: Inspect>(store: S) {
-    // More than two windows of the burst: found by the second look, a second after the first.
-    let burst = 10_000;
-    let mut records: Vec<_> = (0..burst).map(|n| ping(n, "burst")).collect();
-    let others = [ping(burst, "a"), ping(burst + 1, "b"), ping(burst + 2, "a")];
-    records.extend(others.iter().cloned());
-    let subscribers = vec!["s".to_owned()];
-    for chunk in records.chunks(1_000) {
-        receive_events(&store, chunk.iter(), &subscribers).await;
-    }
-    let head = store
-        .claim(BoxKind::InboxEvents, &request("w", 1))
-        .await
-        .expect("claim");
-    assert_eq!(ids(&head), vec![records[0].id], "the burst's head, held");
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    let behind = loop {
-        let claimed = store
-            .claim(BoxKind::InboxEvents, &request("w", 10))
-            .await
-            .expect("claim");
-        if !claimed.is_empty() || std::time::Instant::now() >= deadline {
-            break claimed;
-        }
-        tokio::task::yield_now().await;
-    };
-    assert_eq!(
-        ids(&behind),
-        vec![others[0].id, others[1].id],
-        "the heads of the keys behind the burst, none of the burst's held-back rows"
     );
 }

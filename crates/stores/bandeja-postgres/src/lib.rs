@@ -2,7 +2,6 @@
 
 mod admin;
 mod attempts;
-mod claims;
 mod columns;
 mod completion;
 mod decode;
@@ -134,9 +133,6 @@ struct Inner {
     /// handlers of a busy process may hold every connection of the main pool for as long
     /// as they run, and a renewal that waits for one of them lets leases run out.
     leases: PgPool,
-    /// When each box's short claims last looked past their window, and how far the next
-    /// look goes (see [`claims`]).
-    depths: Mutex<claims::Depths>,
 }
 
 impl fmt::Debug for PgStore {
@@ -145,27 +141,6 @@ impl fmt::Debug for PgStore {
             .field("schema", &self.inner.schema)
             .field("channel", &self.inner.channel)
             .finish_non_exhaustive()
-    }
-}
-
-impl PgStore {
-    /// How many windows a short ordered claim of `box_kind` may skip now, if it may look
-    /// past its window (at most once per [`claims::DEEPER_EVERY`] for each box).
-    fn deeper(&self, box_kind: BoxKind) -> Option<i64> {
-        self.inner
-            .depths
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .next(index(box_kind), std::time::Instant::now())
-    }
-
-    /// What the look `depth` windows past the window found.
-    fn found_deeper(&self, box_kind: BoxKind, depth: i64, claimed: bool) {
-        self.inner
-            .depths
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .found(index(box_kind), depth, claimed);
     }
 }
 
@@ -305,7 +280,6 @@ impl PgStore {
                 wakers: Wakers::new(),
                 relay: Mutex::new(None),
                 leases,
-                depths: Mutex::new(claims::Depths::default()),
             }),
         })
     }

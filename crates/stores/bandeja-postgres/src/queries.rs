@@ -4,7 +4,6 @@
 use bandeja_core::config::CompletionModes;
 use bandeja_core::{BoxKind, CompletionMode};
 
-use crate::claims::{claim, Start};
 use crate::completion;
 
 /// The database clock: the start of the current statement (inside a long transaction this
@@ -66,10 +65,6 @@ pub(crate) struct BoxQueries {
     pub(crate) claim: String,
     /// As `claim`, only the rows of tenant `$6`.
     pub(crate) claim_tenant: String,
-    /// As `claim`, from a candidate past the window (see [`crate::claims`]).
-    pub(crate) claim_deeper: String,
-    /// As `claim_tenant`, past the window.
-    pub(crate) claim_tenant_deeper: String,
     /// The tenants with live rows (a loose index scan over `(tenant_id, seq)`).
     pub(crate) tenants: String,
     /// What completing a row of this box does.
@@ -162,10 +157,8 @@ impl BoxQueries {
         };
         let attempts = crate::attempts::ctes(schema, &t, box_kind);
         BoxQueries {
-            claim: claim(&t, same_subscriber, &returned, false, inbox, Start::Floor),
-            claim_tenant: claim(&t, same_subscriber, &returned, true, inbox, Start::Floor),
-            claim_deeper: claim(&t, same_subscriber, &returned, false, inbox, Start::Deeper),
-            claim_tenant_deeper: claim(&t, same_subscriber, &returned, true, inbox, Start::Deeper),
+            claim: claim(&t, same_subscriber, &returned, false, inbox),
+            claim_tenant: claim(&t, same_subscriber, &returned, true, inbox),
             mode,
             resolve: match mode {
                 CompletionMode::Update => {
@@ -359,7 +352,7 @@ fn relay(
         "(SELECT pg_try_advisory_xact_lock(hashtext('bandeja relay'), \
            hashtext('{t}' || COALESCE($6::text, '')))) AND"
     );
-    let due = due(t, "c.ctid AS row_id", &gate, by_tenant);
+    let due = due(t, "c.ctid AS row_id", &gate, "", "", by_tenant);
     let unrouted = "NOT EXISTS (SELECT 1 FROM routes r WHERE r.message_type = t.message_type \
          AND (r.tenant IS NULL OR r.tenant = COALESCE(t.target_tenant_id, t.tenant_id)))";
     let no_route_error = "'no handler for command type `' || t.message_type \
@@ -501,13 +494,70 @@ fn relay(
     )
 }
 
-/// The due rows of a relay from an outbox (`$1` ordered, `$2` limit, `$5` floor seq, `$6`
+/// The claim statement: due rows found through the partial index in `seq` order, locked,
+/// then updated by `ctid` (a TID scan: joining on `id` made the planner hash the whole
+/// table, history included). The old status and holder are read from `due` to flag
+/// takeovers (counted in `takeover_count`, not in `retry_count`). With
+/// `by_tenant`, only PENDING rows of tenant `$6` (the pending-only tenant index). In an
+/// inbox, only rows matching one of the (subscriber, type, tenant) triples of the next three
+/// parameters (`$6..$8`, or `$7..$9` by tenant; a NULL type or tenant matches any; a NULL
+/// array: any row).
+fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool, inbox: bool) -> String {
+    let subscribers = if !inbox {
+        String::new()
+    } else {
+        let (a, b, c) = if by_tenant { (7, 8, 9) } else { (6, 7, 8) };
+        format!(
+            "AND (${a}::text[] IS NULL OR EXISTS ( \
+               SELECT 1 FROM UNNEST(${a}::text[], ${b}::text[], ${c}::text[]) \
+                 AS k(subscriber, message_type, tenant) \
+               WHERE k.subscriber = c.subscriber \
+                 AND (k.message_type IS NULL OR k.message_type = c.message_type) \
+                 AND (k.tenant IS NULL OR k.tenant = c.tenant_id)))"
+        )
+    };
+    let due = due(
+        t,
+        "c.ctid AS row_id, c.seq, c.status, c.locked_by",
+        "",
+        same_subscriber,
+        &subscribers,
+        by_tenant,
+    );
+    format!(
+        "WITH due AS ({due}), \
+         claimed AS ( \
+           UPDATE {t} AS t SET \
+             takeover_count = t.takeover_count + CASE WHEN t.status = 'PROCESSING' THEN 1 ELSE 0 END, \
+             last_error = CASE WHEN t.status = 'PROCESSING' \
+               THEN 'lease of ' || COALESCE(t.locked_by, '?') || ' expired at ' \
+                    || COALESCE(t.locked_until::text, '?') || ' before it finished; taken over' \
+               ELSE t.last_error END, \
+             status = 'PROCESSING', locked_by = $3::text, \
+             locked_until = {NOW} + $4::float8 * interval '1 second', last_modified_at = {NOW} \
+           WHERE t.ctid = ANY(ARRAY(SELECT row_id FROM due)) \
+           RETURNING {returned}) \
+         SELECT t.*, CASE WHEN due.status = 'PROCESSING' THEN COALESCE(due.locked_by, '?') END \
+           AS taken_over_from \
+         FROM claimed t JOIN due ON due.seq = t.seq"
+    )
+}
+
+/// The due rows of a claim or a relay (`$1` ordered, `$2` limit, `$5` floor seq, `$6`
 /// tenant with `by_tenant`): PENDING rows whose time has come and PROCESSING rows whose
 /// lease expired, from the live floor on, in `seq` order, skipping a row whose partition
-/// key has an older live row (per tenant), locked with `SKIP LOCKED`. `gate` is a leading
-/// condition (the relay's advisory lock, so one relay walks at a time). Unlike a claim's
-/// ([`crate::claims`]) this walk is not bounded by a window.
-fn due(t: &str, columns: &str, gate: &str, by_tenant: bool) -> String {
+/// key has an older live row (per tenant and, in inboxes, per subscriber), locked with
+/// `SKIP LOCKED`. `gate` is a leading condition (the relay's advisory lock).
+/// `same_subscriber` is the key check's subscriber condition, `subscribers` the claim's
+/// own subscriber filter (inboxes).
+fn due(
+    t: &str,
+    columns: &str,
+    gate: &str,
+    same_subscriber: &str,
+    subscribers: &str,
+    by_tenant: bool,
+) -> String {
     let tenant_filter = if by_tenant {
         "AND c.tenant_id = $6::text AND c.status = 'PENDING'"
     } else {
@@ -516,12 +566,11 @@ fn due(t: &str, columns: &str, gate: &str, by_tenant: bool) -> String {
     format!(
         "SELECT {columns} FROM {t} c \
          WHERE {gate} c.status IN ('PENDING', 'PROCESSING') \
-           AND c.seq >= COALESCE($5::int8, 0) {tenant_filter} \
+           AND c.seq >= COALESCE($5::int8, 0) {tenant_filter} {subscribers} \
            AND ((c.status = 'PENDING' AND c.next_attempt_at <= {NOW}) \
              OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
            AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
-                SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key \
-                AND o.tenant_id = c.tenant_id \
+                SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
                 AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
          ORDER BY c.seq LIMIT $2::int8 \
          FOR UPDATE OF c SKIP LOCKED"

@@ -18,7 +18,6 @@ use sqlx::postgres::{PgConnection, Postgres};
 use sqlx::{Connection, Row, Transaction};
 use uuid::Uuid;
 
-use crate::claims::window_rows;
 use crate::columns::{bind_outcomes, seconds, InboxBatch, MessageColumns};
 use crate::decode::{row_key, row_view};
 use crate::{sqlx_error, PgStore, MIGRATOR};
@@ -136,53 +135,6 @@ async fn write_outcomes(
 const ORPHANS_BATCH: i64 = 10_000;
 
 impl PgStore {
-    /// Runs one claim statement (`sql`: `claim` or its variants) for at most `limit` rows,
-    /// with its window: the candidates it looks at, and the candidates it skips first
-    /// (only for `claim_deeper`; see [`crate::claims`]).
-    async fn claim_rows(
-        &self,
-        box_kind: BoxKind,
-        sql: &str,
-        request: &ClaimRequest<'_>,
-        limit: usize,
-        (window, skipped): (i64, Option<i64>),
-    ) -> Result<Vec<sqlx::postgres::PgRow>, StoreError> {
-        let mut query = sqlx::query(sql)
-            .bind(request.ordered)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .bind(request.worker_id)
-            .bind(seconds(request.lease))
-            .bind(request.from_seq);
-        if let Some(tenant) = request.tenant {
-            query = query.bind(tenant.as_str().to_owned());
-        }
-        if box_kind.is_inbox() {
-            let claimable = request.subscribers;
-            query = query
-                .bind(
-                    claimable.map(|c| c.iter().map(|k| k.subscriber.as_str()).collect::<Vec<_>>()),
-                )
-                .bind(claimable.map(|c| {
-                    c.iter()
-                        .map(|k| k.message_type.as_deref())
-                        .collect::<Vec<_>>()
-                }))
-                .bind(claimable.map(|c| {
-                    c.iter()
-                        .map(|k| k.tenant.as_ref().map(TenantId::as_str))
-                        .collect::<Vec<_>>()
-                }));
-        }
-        query = query.bind(window);
-        if let Some(skipped) = skipped {
-            query = query.bind(skipped);
-        }
-        query
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| sqlx_error("claim rows", e))
-    }
-
     /// Inserts inbox rows in a transaction of their own, then wakes the inbox locally.
     async fn deliver(
         &self,
@@ -280,9 +232,8 @@ impl Store for PgStore {
         Ok(())
     }
 
-    /// One statement (two when an ordered claim comes back short and may look past its
-    /// window, see `claims.rs`): the due rows are locked with `FOR UPDATE SKIP
-    /// LOCKED` in a CTE and updated in place, so concurrent claimers never get the same row.
+    /// One statement: the due rows are locked with `FOR UPDATE SKIP LOCKED` in a CTE and
+    /// updated in place, so concurrent claimers never get the same row.
     async fn claim(
         &self,
         box_kind: BoxKind,
@@ -292,38 +243,41 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let queries = self.queries(box_kind);
-        let (sql, deeper) = if request.tenant.is_some() {
-            (&queries.claim_tenant, &queries.claim_tenant_deeper)
+        let sql = if request.tenant.is_some() {
+            &queries.claim_tenant
         } else {
-            (&queries.claim, &queries.claim_deeper)
+            &queries.claim
         };
-        let window = window_rows(request.limit);
-        let mut rows = self
-            .claim_rows(box_kind, sql, request, request.limit, (window, None))
-            .await?;
-        // Short: perhaps a window's worth of rows of keys whose heads are held hides the
-        // rows of other keys behind them (see `crate::claims`).
-        if request.ordered && rows.len() < request.limit {
-            if let Some(depth) = self.deeper(box_kind) {
-                let skipped = window.saturating_mul(depth);
-                let left = request.limit - rows.len();
-                match self
-                    .claim_rows(box_kind, deeper, request, left, (window, Some(skipped)))
-                    .await
-                {
-                    Ok(more) => {
-                        self.found_deeper(box_kind, depth, !more.is_empty());
-                        rows.extend(more);
-                    }
-                    // The rows claimed first are kept (they are this worker's now): the
-                    // next short claim looks again.
-                    Err(error) => tracing::warn!(
-                        box = %box_kind, %error,
-                        "claiming past the window failed: keeping the rows claimed before it"
-                    ),
-                }
-            }
+        let mut query = sqlx::query(sql)
+            .bind(request.ordered)
+            .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
+            .bind(request.worker_id)
+            .bind(seconds(request.lease))
+            .bind(request.from_seq);
+        if let Some(tenant) = request.tenant {
+            query = query.bind(tenant.as_str().to_owned());
         }
+        if box_kind.is_inbox() {
+            let claimable = request.subscribers;
+            query = query
+                .bind(
+                    claimable.map(|c| c.iter().map(|k| k.subscriber.as_str()).collect::<Vec<_>>()),
+                )
+                .bind(claimable.map(|c| {
+                    c.iter()
+                        .map(|k| k.message_type.as_deref())
+                        .collect::<Vec<_>>()
+                }))
+                .bind(claimable.map(|c| {
+                    c.iter()
+                        .map(|k| k.tenant.as_ref().map(TenantId::as_str))
+                        .collect::<Vec<_>>()
+                }));
+        }
+        let rows = query
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| sqlx_error("claim rows", e))?;
         let mut claimed = Vec::with_capacity(rows.len());
         let mut undecodable = Vec::new();
         for row in &rows {
