@@ -392,12 +392,8 @@ async fn emit<S: EffectStore>(
         if messages.is_empty() {
             return Ok(true);
         }
-        let groups: Vec<&[(FleetType, u64)]> = if batch == 1 {
-            messages.chunks(1).collect()
-        } else {
-            vec![&messages[..]]
-        };
-        for group in groups {
+        // A round alone in `batch`es of one, the `batch` messages taken together in one.
+        for group in messages.chunks(batch) {
             if stop.load(Ordering::Relaxed) {
                 return Ok(false);
             }
