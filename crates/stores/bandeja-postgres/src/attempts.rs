@@ -10,7 +10,7 @@ use bandeja_core::{BoxKind, StoreError, StoreErrorKind};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
-use crate::queries::NOW;
+use crate::queries::{HELD, NOW};
 
 fn bad(what: impl Into<bandeja_core::BoxError>) -> StoreError {
     StoreError::new(StoreErrorKind::Permanent, "decode an attempt", what)
@@ -70,7 +70,7 @@ pub(crate) fn ctes(schema: &str, t: &str, box_kind: BoxKind) -> String {
            SELECT t.id, {subscriber} AS sub, t.retry_count, j.status, j.error \
            FROM {t} AS t JOIN j ON t.id = j.id {subscriber_join} \
            WHERE t.id = ANY($1::uuid[]) AND j.status IN ('PENDING', 'FAILED') \
-             AND j.error IS NOT NULL AND t.status = 'PROCESSING' AND t.locked_by = $7::text), \
+             AND j.error IS NOT NULL AND {HELD} AND t.locked_by = $7::text), \
          {}",
         log_and_prune(schema, box_kind, "$7::text")
     )

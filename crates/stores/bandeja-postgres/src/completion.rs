@@ -10,7 +10,7 @@
 
 use bandeja_core::{BoxKind, CompletionMode};
 
-use crate::queries::{NOW, OUTCOME_ARRAYS, OUTCOME_FIELDS};
+use crate::queries::{HELD, NOW, OUTCOME_ARRAYS, OUTCOME_FIELDS};
 
 /// The columns of a box that its archive table repeats (all but `archived_at`).
 pub(crate) fn archive_columns(inbox: bool) -> String {
@@ -76,7 +76,7 @@ pub(crate) fn resolve(
          {attempts}gone AS ( \
            DELETE FROM {t} AS t USING j \
            WHERE t.id = ANY($1::uuid[]) AND t.id = j.id {subscriber_join} AND j.status = 'COMPLETED' \
-             AND t.status = 'PROCESSING' AND t.locked_by = $7::text \
+             AND {HELD} AND t.locked_by = $7::text \
            RETURNING t.*), \
          changed AS ( \
            UPDATE {t} AS t SET \
@@ -88,7 +88,7 @@ pub(crate) fn resolve(
              locked_by = NULL, locked_until = NULL, last_modified_at = {NOW}, completed_at = NULL \
            FROM j \
            WHERE t.id = ANY($1::uuid[]) AND t.id = j.id {subscriber_join} AND j.status <> 'COMPLETED' \
-             AND t.status = 'PROCESSING' AND t.locked_by = $7::text \
+             AND {HELD} AND t.locked_by = $7::text \
            RETURNING 1){archived} \
          SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM changed) AS n"
     )

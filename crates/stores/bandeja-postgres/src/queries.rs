@@ -10,6 +10,21 @@ use crate::completion;
 /// is still the time of the write, unlike `now()`).
 pub(crate) const NOW: &str = "statement_timestamp()";
 
+/// "Row `o` is live", as the per-key order check spells it: the same rows as
+/// `status IN ('PENDING', 'PROCESSING')` (the box's CHECK constraint allows four statuses),
+/// but PostgreSQL does not prove the `<box>_live` index's predicate from this spelling, so
+/// only the key's own index (`<box>_live_key`, migration 0011) can serve the check,
+/// whatever the statistics say. From statistics taken while a box looked empty the planner
+/// otherwise walked `<box>_live` by `seq`, filtering on the key: claims of seconds.
+pub(crate) const KEY_CHECK_LIVE: &str = "o.status NOT IN ('COMPLETED', 'FAILED')";
+
+/// "Row `t` is PROCESSING", as the outcome writes spell it: they find their rows by id, and
+/// with `t.status = 'PROCESSING'` a planner that believed the box nearly empty walked the
+/// whole `<box>_live` index, filtering on the ids, instead of probing the primary key (3 s a
+/// statement early in a three-process drain). PostgreSQL does not prove the live index's
+/// predicate from this spelling; by the CHECK constraint it is the same rows.
+pub(crate) const HELD: &str = "t.status NOT IN ('PENDING', 'COMPLETED', 'FAILED')";
+
 /// The columns every box shares, in the order `decode` reads them.
 pub(crate) const COMMON_COLUMNS: [&str; 23] = [
     "seq",
@@ -152,7 +167,7 @@ impl BoxQueries {
                    completed_at = CASE WHEN j.status = 'COMPLETED' THEN {NOW} ELSE NULL END \
                  FROM {from} \
                  WHERE t.id = ANY($1::uuid[]) AND t.id = j.id {subscriber_join} \
-                   AND t.status = 'PROCESSING' AND t.locked_by = $7::text"
+                   AND {HELD} AND t.locked_by = $7::text"
             )
         };
         let attempts = crate::attempts::ctes(schema, &t, box_kind);
@@ -178,11 +193,11 @@ impl BoxQueries {
             fail_stale: crate::staleness::fail_stale(&t, inbox, mode),
             archived: completion::archived_rows(&t, box_kind),
             complete: format!(
-                "UPDATE {t} SET status = 'COMPLETED', locked_by = NULL, locked_until = NULL, \
+                "UPDATE {t} AS t SET status = 'COMPLETED', locked_by = NULL, locked_until = NULL, \
                    last_modified_at = {NOW}, completed_at = {NOW} \
-                 WHERE id = $1::uuid AND status = 'PROCESSING' AND locked_by = $2::text {}",
+                 WHERE t.id = $1::uuid AND {HELD} AND t.locked_by = $2::text {}",
                 if inbox {
-                    "AND subscriber = $3::text"
+                    "AND t.subscriber = $3::text"
                 } else {
                     "AND $3::text IS NULL"
                 }
@@ -571,7 +586,7 @@ fn due(
              OR (c.status = 'PROCESSING' AND c.locked_until < {NOW})) \
            AND (NOT $1::bool OR c.partition_key IS NULL OR NOT EXISTS ( \
                 SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key AND o.tenant_id = c.tenant_id {same_subscriber} \
-                AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING'))) \
+                AND o.seq < c.seq AND {KEY_CHECK_LIVE})) \
          ORDER BY c.seq LIMIT $2::int8 \
          FOR UPDATE OF c SKIP LOCKED"
     )

@@ -22,7 +22,7 @@
 
 use bandeja_core::CompletionMode;
 
-use crate::queries::NOW;
+use crate::queries::{KEY_CHECK_LIVE, NOW};
 
 /// `$1` PENDING threshold and `$3` PROCESSING threshold in seconds, `$2`/`$4` their
 /// reasons. Returns `(pending, processing)` counts of rows marked FAILED. One statement,
@@ -89,7 +89,7 @@ pub(crate) fn fail_stale(t: &str, inbox: bool, mode: CompletionMode) -> String {
              AND (c.partition_key IS NULL OR NOT EXISTS ( \
                   SELECT 1 FROM {t} o WHERE o.partition_key = c.partition_key \
                   AND o.tenant_id = c.tenant_id {same_key_scope} \
-                  AND o.seq < c.seq AND o.status IN ('PENDING', 'PROCESSING')))), \
+                  AND o.seq < c.seq AND {KEY_CHECK_LIVE}))), \
          s AS (SELECT DISTINCT status, scope FROM c), \
          moving AS ( \
            SELECT s.status, s.scope FROM s WHERE s.status = 'PENDING' AND ({p_moved}) \

@@ -242,39 +242,8 @@ impl Store for PgStore {
         if request.limit == 0 {
             return Ok(Vec::new());
         }
-        let queries = self.queries(box_kind);
-        let sql = if request.tenant.is_some() {
-            &queries.claim_tenant
-        } else {
-            &queries.claim
-        };
-        let mut query = sqlx::query(sql)
-            .bind(request.ordered)
-            .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
-            .bind(request.worker_id)
-            .bind(seconds(request.lease))
-            .bind(request.from_seq);
-        if let Some(tenant) = request.tenant {
-            query = query.bind(tenant.as_str().to_owned());
-        }
-        if box_kind.is_inbox() {
-            let claimable = request.subscribers;
-            query = query
-                .bind(
-                    claimable.map(|c| c.iter().map(|k| k.subscriber.as_str()).collect::<Vec<_>>()),
-                )
-                .bind(claimable.map(|c| {
-                    c.iter()
-                        .map(|k| k.message_type.as_deref())
-                        .collect::<Vec<_>>()
-                }))
-                .bind(claimable.map(|c| {
-                    c.iter()
-                        .map(|k| k.tenant.as_ref().map(TenantId::as_str))
-                        .collect::<Vec<_>>()
-                }));
-        }
-        let rows = query
+        let sql = claim_sql(self, box_kind, request);
+        let rows = bind_claim(sqlx::query(sql), box_kind, request)
             .fetch_all(self.pool())
             .await
             .map_err(|e| sqlx_error("claim rows", e))?;
@@ -635,4 +604,52 @@ impl Inspect for PgStore {
             .map_err(|e| sqlx_error("list archived rows", e))?;
         rows.iter().map(|row| row_view(row, box_kind)).collect()
     }
+}
+
+/// The statement a claim of `box_kind` runs for `request` (the per-tenant one with a tenant).
+pub(crate) fn claim_sql<'s>(
+    store: &'s PgStore,
+    box_kind: BoxKind,
+    request: &ClaimRequest<'_>,
+) -> &'s str {
+    let queries = store.queries(box_kind);
+    if request.tenant.is_some() {
+        &queries.claim_tenant
+    } else {
+        &queries.claim
+    }
+}
+
+/// Binds a claim's parameters (see [`claim_sql`]) to `query`: the claim itself, or the
+/// same statement under `EXPLAIN` (`testing::explain_claim`).
+pub(crate) fn bind_claim<'q>(
+    query: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    box_kind: BoxKind,
+    request: &ClaimRequest<'q>,
+) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+    let mut query = query
+        .bind(request.ordered)
+        .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
+        .bind(request.worker_id)
+        .bind(seconds(request.lease))
+        .bind(request.from_seq);
+    if let Some(tenant) = request.tenant {
+        query = query.bind(tenant.as_str().to_owned());
+    }
+    if box_kind.is_inbox() {
+        let claimable = request.subscribers;
+        query = query
+            .bind(claimable.map(|c| c.iter().map(|k| k.subscriber.as_str()).collect::<Vec<_>>()))
+            .bind(claimable.map(|c| {
+                c.iter()
+                    .map(|k| k.message_type.as_deref())
+                    .collect::<Vec<_>>()
+            }))
+            .bind(claimable.map(|c| {
+                c.iter()
+                    .map(|k| k.tenant.as_ref().map(TenantId::as_str))
+                    .collect::<Vec<_>>()
+            }));
+    }
+    query
 }

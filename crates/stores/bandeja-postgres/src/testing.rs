@@ -20,8 +20,9 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use bandeja_core::Store;
-use sqlx::{Connection, PgConnection};
+use bandeja_core::store::ClaimRequest;
+use bandeja_core::{BoxKind, Store, StoreError};
+use sqlx::{Connection, PgConnection, Row};
 
 use crate::PgStore;
 
@@ -218,4 +219,31 @@ pub async fn fresh_store(prefix: &str) -> Option<(PgStore, SchemaGuard)> {
         .await
         .unwrap_or_else(|e| panic!("migrate {}: {e}", guard.schema));
     Some((store, guard))
+}
+
+/// The plan PostgreSQL picks, now, for the claim `store` would run for `request` (`EXPLAIN`
+/// of the same statement with the same parameters, as text; nothing is claimed), for tests
+/// of what the planner does with the box's statistics.
+///
+/// # Errors
+///
+/// The store's error when the statement cannot be planned.
+pub async fn explain_claim(
+    store: &PgStore,
+    box_kind: BoxKind,
+    request: &ClaimRequest<'_>,
+) -> Result<String, StoreError> {
+    let explain = format!(
+        "EXPLAIN {}",
+        crate::store::claim_sql(store, box_kind, request)
+    );
+    let rows = crate::store::bind_claim(sqlx::query(&explain), box_kind, request)
+        .fetch_all(store.pool())
+        .await
+        .map_err(|e| crate::sqlx_error("explain a claim", e))?;
+    rows.iter()
+        .map(|row| row.try_get::<String, _>(0))
+        .collect::<Result<Vec<_>, _>>()
+        .map(|lines| lines.join("\n"))
+        .map_err(|e| crate::sqlx_error("read a claim's plan", e))
 }
