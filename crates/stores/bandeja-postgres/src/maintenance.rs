@@ -9,7 +9,8 @@
 //!   analyzes the box when they outnumber the planner's estimate (the `*_live` index's
 //!   `reltuples`) by more than half again plus [`MODIFIED_FLOOR`] — a burst landing on a
 //!   quiet box, whatever its history; a steady trickle never triggers it. While the planner
-//!   believes the box empty the probe runs at every round, before the counters move. Besides, as
+//!   believes the table (nearly) empty the probe runs at every round, before the counters
+//!   move, and the analysis it triggers waits for one another process runs. Besides, as
 //!   autovacuum would, once a tenth of the table changed. Only the columns claims use and
 //!   `id` are analyzed, with a small statistics target (migrations 0003, 0006): a
 //!   3,000-row sample, the same cost with 10 thousand or 10 million rows. (These analyses
@@ -31,6 +32,10 @@ const DEAD_FLOOR: i64 = 20_000;
 /// Fewest modified rows worth an `ANALYZE`.
 const MODIFIED_FLOOR: i64 = 1_000;
 
+/// How long the analysis of a box the planner believes empty waits for another one (see
+/// [`analyze_waiting`]).
+const ANALYZE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The live-row probe stops counting here (an underestimate beyond it is already caught).
 const PROBE_CAP: i64 = 10_000;
 
@@ -50,13 +55,20 @@ struct BoxStats {
     modified: i64,
     /// The live (PENDING or PROCESSING) rows as of the last `ANALYZE` or `VACUUM`.
     live_at_last_analyze: i64,
+    /// The rows the planner believes the table holds (its `reltuples`; 0 when never analyzed).
+    believed_rows: i64,
 }
+
+/// `n_live_tup`, `n_dead_tup`, `n_mod_since_analyze`, the live index's and the table's
+/// `reltuples`.
+type StatsRow = (i64, i64, i64, Option<f32>, Option<f32>);
 
 async fn box_stats(store: &PgStore, box_kind: BoxKind) -> Result<Option<BoxStats>, StoreError> {
     let table = box_kind.table();
-    let row: Option<(i64, i64, i64, Option<f32>)> = sqlx::query_as(
+    let row: Option<StatsRow> = sqlx::query_as(
         "SELECT s.n_live_tup, s.n_dead_tup, s.n_mod_since_analyze, \
-           (SELECT c.reltuples FROM pg_class c WHERE c.oid = i.indexrelid) \
+           (SELECT c.reltuples FROM pg_class c WHERE c.oid = i.indexrelid), \
+           (SELECT c.reltuples FROM pg_class c WHERE c.oid = s.relid) \
          FROM pg_stat_user_tables s \
          LEFT JOIN pg_stat_user_indexes i ON i.relid = s.relid AND i.indexrelname = $3 \
          WHERE s.schemaname = $1 AND s.relname = $2",
@@ -67,11 +79,12 @@ async fn box_stats(store: &PgStore, box_kind: BoxKind) -> Result<Option<BoxStats
     .fetch_optional(store.pool())
     .await
     .map_err(|e| sqlx_error("read the box statistics", e))?;
-    Ok(row.map(|(rows, dead, modified, live)| BoxStats {
+    Ok(row.map(|(rows, dead, modified, live, believed)| BoxStats {
         rows,
         dead,
         modified,
         live_at_last_analyze: live.map_or(0, whole_rows),
+        believed_rows: believed.map_or(0, whole_rows),
     }))
 }
 
@@ -119,20 +132,54 @@ pub(crate) async fn maintain(store: &PgStore, box_kind: BoxKind) -> Result<(), S
     // in them yet. While the planner believes the box empty, the probe runs whatever the
     // counters say: it costs a scan of the few live rows there are, and a backlog it finds is
     // analyzed before the planner walks it badly (a relay's first claim of 200,000 due rows
-    // was a 2 s sort of all of them).
-    let believed_empty = stats.live_at_last_analyze == 0;
+    // was a 2 s sort of all of them), waiting for an analysis another process runs.
+    // (Empty by the table's estimate, not the live index's: a 3,000-row sample of a large
+    // history often holds no live row, and a box with a lasting backlog would be analyzed
+    // every round.)
+    let believed_empty = stats.believed_rows < MODIFIED_FLOOR;
     if (stats.modified > MODIFIED_FLOOR || believed_empty) && (stale || burst().await?) {
         let subscriber = if box_kind.is_inbox() {
             ", subscriber"
         } else {
             ""
         };
-        sqlx::query(&format!(
-            "ANALYZE (SKIP_LOCKED) {qualified} ({CLAIM_COLUMNS}{subscriber})"
-        ))
-        .execute(store.pool())
-        .await
-        .map_err(|e| sqlx_error("analyze a box", e))?;
+        let columns = format!("{qualified} ({CLAIM_COLUMNS}{subscriber})");
+        if believed_empty {
+            analyze_waiting(store, &columns).await?;
+        } else {
+            sqlx::query(&format!("ANALYZE (SKIP_LOCKED) {columns}"))
+                .execute(store.pool())
+                .await
+                .map_err(|e| sqlx_error("analyze a box", e))?;
+        }
     }
     Ok(())
+}
+
+/// `ANALYZE` of `columns` (`table (col, …)`) that waits up to [`ANALYZE_PATIENCE`] for one
+/// already running. A box the planner believes empty is analyzed before this process's
+/// first claim: with `SKIP_LOCKED`, the second of three processes starting on a burst
+/// skipped the first one's analysis and claimed on the old statistics (a relay's claim of
+/// 200,000 due rows sorted them all, 2 s). A lock still held after that long (a vacuum of a
+/// large box) is an error the caller logs; the next round tries again.
+async fn analyze_waiting(store: &PgStore, columns: &str) -> Result<(), StoreError> {
+    let mut tx = store
+        .pool()
+        .begin()
+        .await
+        .map_err(|e| sqlx_error("begin a box's analysis", e))?;
+    sqlx::query(&format!(
+        "SET LOCAL lock_timeout = '{}ms'",
+        ANALYZE_PATIENCE.as_millis()
+    ))
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| sqlx_error("bound the wait of a box's analysis", e))?;
+    sqlx::query(&format!("ANALYZE {columns}"))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| sqlx_error("analyze a box", e))?;
+    tx.commit()
+        .await
+        .map_err(|e| sqlx_error("commit a box's analysis", e))
 }

@@ -13,8 +13,8 @@ pub(crate) const NOW: &str = "statement_timestamp()";
 /// "Row `o` is live", as the per-key order check spells it: the same rows as
 /// `status IN ('PENDING', 'PROCESSING')` (the box's CHECK constraint allows four statuses),
 /// but PostgreSQL does not prove the `<box>_live` index's predicate from this spelling, so
-/// only the key's own index (`<box>_live_key`, migration 0011) can serve the check,
-/// whatever the statistics say. From statistics taken while a box looked empty the planner
+/// the check probes the key's own index (`<box>_key_check`, migration 0011) and can never
+/// walk `<box>_live`, whatever the statistics say. From statistics taken while a box looked empty the planner
 /// otherwise walked `<box>_live` by `seq`, filtering on the key: claims of seconds.
 pub(crate) const KEY_CHECK_LIVE: &str = "o.status NOT IN ('COMPLETED', 'FAILED')";
 

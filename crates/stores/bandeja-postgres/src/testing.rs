@@ -4,6 +4,7 @@
 //! the test fails when `CI=true` (or `1`), and is skipped after a notice otherwise. For the
 //! TLS tests, the root certificate the local server's certificate is signed by
 //! ([`tls_root_certificate`], from `PG_TEST_SSLROOTCERT` or `scripts/ci/postgres-tls.sh`).
+//! For tests of the planner's choices, the plan of a claim ([`explain_claim`]).
 //!
 //! ```no_run
 //! # async fn demo() {

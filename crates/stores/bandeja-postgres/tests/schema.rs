@@ -94,6 +94,23 @@ async fn migrations_create_the_boxes_in_the_schema_and_are_idempotent() {
         "three partial indexes per box: live rows by seq and (keyed rows) by key, pending rows \
          by tenant"
     );
+    let key_checks: Vec<String> = sqlx::query_scalar(
+        "SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i \
+         JOIN pg_class c ON c.oid = i.indexrelid \
+         JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE n.nspname = $1 AND c.relname LIKE '%\\_key\\_check' ORDER BY c.relname",
+    )
+    .bind(guard.schema())
+    .fetch_all(store.pool())
+    .await
+    .expect("key check indexes");
+    assert_eq!(key_checks.len(), 4, "one key check index per box");
+    for predicate in &key_checks {
+        assert!(
+            predicate.contains("partition_key IS NOT NULL") && predicate.contains("COMPLETED"),
+            "the key check's index must be one the claims' walk cannot take: {predicate}"
+        );
+    }
 }
 
 #[tokio::test]
