@@ -127,15 +127,12 @@ pub(crate) async fn maintain(store: &PgStore, box_kind: BoxKind) -> Result<(), S
         Ok::<bool, StoreError>(live > stats.live_at_last_analyze * 3 / 2 + MODIFIED_FLOOR)
     };
     let stale = stats.modified > MODIFIED_FLOOR.max(stats.rows / 10);
-    // The counters reach the statistics some time after the writes commit (at the writers'
-    // next report), so a burst that landed just before a worker's first claim may not show
-    // in them yet. While the planner believes the box empty, the probe runs whatever the
-    // counters say: it costs a scan of the few live rows there are, and a backlog it finds is
-    // analyzed before the planner walks it badly (a relay's first claim of 200,000 due rows
-    // was a 2 s sort of all of them), waiting for an analysis another process runs.
-    // (Empty by the table's estimate, not the live index's: a 3,000-row sample of a large
-    // history often holds no live row, and a box with a lasting backlog would be analyzed
-    // every round.)
+    // The counters lag the writes, so a burst that landed just before a worker's first claim
+    // may not show in them: while the planner believes the box empty the probe runs anyway
+    // (a scan of the few live rows there are), and its analysis waits for another process's
+    // (`analyze_waiting`). Empty by the table's estimate, not the live index's: a 3,000-row
+    // sample of a long history often holds no live row, and a lasting backlog would then be
+    // analyzed every round.
     let believed_empty = stats.believed_rows < MODIFIED_FLOOR;
     if (stats.modified > MODIFIED_FLOOR || believed_empty) && (stale || burst().await?) {
         let subscriber = if box_kind.is_inbox() {

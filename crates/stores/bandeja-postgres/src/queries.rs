@@ -14,8 +14,9 @@ pub(crate) const NOW: &str = "statement_timestamp()";
 /// `status IN ('PENDING', 'PROCESSING')` (the box's CHECK constraint allows four statuses),
 /// but PostgreSQL does not prove the `<box>_live` index's predicate from this spelling, so
 /// the check probes the key's own index (`<box>_key_check`, migration 0011) and can never
-/// walk `<box>_live`, whatever the statistics say. From statistics taken while a box looked empty the planner
-/// otherwise walked `<box>_live` by `seq`, filtering on the key: claims of seconds.
+/// walk `<box>_live`, whatever the statistics say. From statistics taken while a box looked
+/// empty the planner otherwise walked `<box>_live` by `seq`, filtering on the key: claims of
+/// seconds.
 pub(crate) const KEY_CHECK_LIVE: &str = "o.status NOT IN ('COMPLETED', 'FAILED')";
 
 /// "Row `t` is PROCESSING", as the outcome writes spell it: they find their rows by id, and
