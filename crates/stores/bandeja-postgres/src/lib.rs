@@ -454,3 +454,27 @@ mod tests {
         assert!(channel_of(&long).starts_with("bandeja_sss"));
     }
 }
+
+#[cfg(test)]
+mod no_flush_wait_tests {
+    use bandeja_core::BoxKind;
+
+    /// Every claim and relay statement sets `synchronous_commit = off` for itself, and only
+    /// those (the outcome and completion statements, which handlers' work rides on, do not).
+    #[test]
+    fn only_claims_and_relays_skip_the_wait_for_the_flush() {
+        let modes = bandeja_core::config::CompletionModes::default();
+        for box_kind in BoxKind::ALL {
+            let q = crate::queries::BoxQueries::new("s", "c", box_kind, modes);
+            for claim in [&q.claim, &q.claim_tenant] {
+                assert!(claim.contains("set_config('synchronous_commit', 'off', true)"));
+            }
+            assert!(!q.resolve.contains("synchronous_commit"), "{box_kind}");
+            assert!(!q.complete.contains("synchronous_commit"), "{box_kind}");
+        }
+        let q = crate::queries::BoxQueries::new("s", "c", BoxKind::OutboxEvents, modes);
+        assert!(q
+            .relay
+            .contains("set_config('synchronous_commit', 'off', true)"));
+    }
+}

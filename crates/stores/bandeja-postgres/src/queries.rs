@@ -365,7 +365,7 @@ fn relay(
     let kind = bandeja_core::subscriptions::kind_name(box_kind.kind());
     // Untenanted, `$6` is NULL (and must appear in the statement for its type).
     let gate = format!(
-        "(SELECT pg_try_advisory_xact_lock(hashtext('bandeja relay'), \
+        "{NO_FLUSH_WAIT} (SELECT pg_try_advisory_xact_lock(hashtext('bandeja relay'), \
            hashtext('{t}' || COALESCE($6::text, '')))) AND"
     );
     let due = due(t, "c.ctid AS row_id", &gate, "", "", by_tenant);
@@ -510,6 +510,22 @@ fn relay(
     )
 }
 
+/// The leading condition of a claim's or a relay's scan: `synchronous_commit = off` for the
+/// statement's own (implicit) transaction, so its commit does not wait for the WAL flush —
+/// two of the three flushes off the way from an emitting commit to its handler. Safe
+/// because what a claim or relay writes only matters through a later write that does wait,
+/// and every such write (a handler's completion, an outcome, the mark after a broker
+/// publish) is guarded by the claim's token (`locked_by`, `status = 'PROCESSING'`): a claim
+/// lost in a server crash makes that write change nothing (the row is claimed again), and
+/// PostgreSQL flushes the WAL in order, so a durable handler commit carries the claim
+/// before it. A relay lost in a crash is lost whole (inbox rows and outbox marks together)
+/// and runs again. Set inside the statement, not as a connection option: poolers such as
+/// PgBouncer refuse startup options, and a session `SET` would outlive the statement on a
+/// pooled server connection. (Evaluated at the first row the scan meets: a statement that
+/// meets none writes nothing either.)
+const NO_FLUSH_WAIT: &str =
+    "(SELECT set_config('synchronous_commit', 'off', true) IS NOT NULL) AND";
+
 /// The claim statement: due rows found through the partial index in `seq` order, locked,
 /// then updated by `ctid` (a TID scan: joining on `id` made the planner hash the whole
 /// table, history included). The old status and holder are read from `due` to flag
@@ -535,7 +551,7 @@ fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool, inbox:
     let due = due(
         t,
         "c.ctid AS row_id, c.seq, c.status, c.locked_by",
-        "",
+        NO_FLUSH_WAIT,
         same_subscriber,
         &subscribers,
         by_tenant,
