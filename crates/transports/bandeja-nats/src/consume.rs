@@ -45,6 +45,14 @@ const BACKLOG_FETCH_WAIT: Duration = Duration::from_millis(50);
 /// answers an expired pull itself, and right after a restart it sometimes answers none
 /// (the client would give up only 5 s later).
 const NO_ANSWER_MARGIN: Duration = Duration::from_secs(1);
+/// How long past its wait a pull that brought messages may stay open before it is cut
+/// short. Under load, JetStream 2.9.10 here leaves a pull open now and then (part of a
+/// batch delivered, then neither the rest nor the end of the pull): each such pull held its
+/// partition for the whole [`NO_ANSWER_MARGIN`] (5 s when it was 5 s), and most drains of
+/// 30,000 over 8 partitions met one or more (docs/performance.md, 2026-12-07). The consumer
+/// is reopened after a pull cut short, so a delivery that still reached the abandoned pull
+/// is found outstanding.
+const ENDED_MARGIN: Duration = Duration::from_millis(100);
 /// How long a batch's last acknowledgement may take to be confirmed.
 const ACK_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 /// How often a batch waiting for an older one asks the server again.
@@ -244,9 +252,11 @@ impl Partition {
     }
 
     /// One pull: up to a batch, waiting at most `wait` (and [`NO_ANSWER_MARGIN`] for the
-    /// server to say the pull is over).
+    /// server to say the pull is over; once messages came, [`ENDED_MARGIN`]: a pull left
+    /// open past that is cut short, and the consumer reopened as after any pull cut short).
     async fn fetch(&self, consumer: &PullConsumer, wait: Duration) -> Result<Pulled, FetchError> {
-        let given_up_at = tokio::time::Instant::now() + wait + NO_ANSWER_MARGIN;
+        let expires_at = tokio::time::Instant::now() + wait;
+        let mut given_up_at = expires_at + NO_ANSWER_MARGIN;
         let mut batch = consumer
             .fetch()
             .max_messages(self.batch_size)
@@ -269,7 +279,12 @@ impl Partition {
             };
             let Some(item) = next else { break };
             match item {
-                Ok(message) => messages.push(message),
+                Ok(message) => {
+                    if messages.is_empty() {
+                        given_up_at = given_up_at.min(expires_at + ENDED_MARGIN);
+                    }
+                    messages.push(message);
+                }
                 Err(error) if messages.is_empty() && partition_busy(&*error) => {
                     tracing::trace!(consumer = self.name(), %error, "partition busy");
                     return Err(FetchError::Busy);
