@@ -31,7 +31,8 @@ pub struct ClaimRequest<'a> {
     /// [`Store::live_floor`]. Lets a claim start past the completed rows at the head of the
     /// queue (on PostgreSQL their dead index entries cost a visit each until vacuum). Rows
     /// below it that become live again (a late commit, an operator retry) are found when
-    /// the worker reads the floor again, at least once a second.
+    /// the worker reads the floor again, about once a second (in the background, waking
+    /// the worker when the floor went down).
     pub from_seq: Option<i64>,
     /// Only this tenant's rows (workers rotate over the active tenants so that one
     /// tenant's backlog does not starve the others); `None`: any tenant.

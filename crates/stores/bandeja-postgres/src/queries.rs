@@ -519,10 +519,14 @@ fn relay(
 /// lost in a server crash makes that write change nothing (the row is claimed again), and
 /// PostgreSQL flushes the WAL in order, so a durable handler commit carries the claim
 /// before it. A relay lost in a crash is lost whole (inbox rows and outbox marks together)
-/// and runs again. Set inside the statement, not as a connection option: poolers such as
-/// PgBouncer refuse startup options, and a session `SET` would outlive the statement on a
-/// pooled server connection. (Evaluated at the first row the scan meets: a statement that
-/// meets none writes nothing either.)
+/// and runs again. What it does change: when the PostgreSQL server itself crashes, the
+/// claims of its last moments (up to about three `wal_writer_delay`s, 600 ms by default)
+/// can be lost, and their rows claimed again after the restart while the handler that held
+/// them may still be in its non-database work (its database work cannot commit: its
+/// connection died with the server). Set inside the statement, not as a connection option:
+/// poolers such as PgBouncer refuse startup options, and a session `SET` would outlive the
+/// statement on a pooled server connection. (An uncorrelated subquery: a one-time filter
+/// evaluated before the scan, so before any row is written.)
 const NO_FLUSH_WAIT: &str =
     "(SELECT set_config('synchronous_commit', 'off', true) IS NOT NULL) AND";
 
@@ -579,7 +583,8 @@ fn claim(t: &str, same_subscriber: &str, returned: &str, by_tenant: bool, inbox:
 /// tenant with `by_tenant`): PENDING rows whose time has come and PROCESSING rows whose
 /// lease expired, from the live floor on, in `seq` order, skipping a row whose partition
 /// key has an older live row (per tenant and, in inboxes, per subscriber), locked with
-/// `SKIP LOCKED`. `gate` is a leading condition (the relay's advisory lock).
+/// `SKIP LOCKED`. `gate` is a leading condition ([`NO_FLUSH_WAIT`], and the relay's
+/// advisory lock).
 /// `same_subscriber` is the key check's subscriber condition, `subscribers` the claim's
 /// own subscriber filter (inboxes).
 fn due(

@@ -46,9 +46,10 @@ const BACKLOG_FETCH_WAIT: Duration = Duration::from_millis(50);
 /// (the client would give up only 5 s later).
 const NO_ANSWER_MARGIN: Duration = Duration::from_secs(1);
 /// How long past its wait a pull that brought messages may stay open before it is cut
-/// short. Under load, JetStream 2.9.10 here leaves a pull open now and then (part of a
-/// batch delivered, then neither the rest nor the end of the pull): each such pull held its
-/// partition for the whole [`NO_ANSWER_MARGIN`] (5 s when it was 5 s), and most drains of
+/// short (after its last message, if that came later). Under load, JetStream 2.9.10 here
+/// leaves a pull open now and then (part of a batch delivered, then neither the rest nor
+/// the end of the pull): each such pull held its partition for the whole
+/// [`NO_ANSWER_MARGIN`] (for 5 s in a trial with that margin at 5 s), and most drains of
 /// 30,000 over 8 partitions met one or more (docs/performance.md, 2026-12-07). The consumer
 /// is reopened after a pull cut short, so a delivery that still reached the abandoned pull
 /// is found outstanding.
@@ -77,6 +78,20 @@ enum FetchError {
     /// wrong, the partition is busy.
     #[error("another process holds the partition's messages in flight")]
     Busy,
+}
+
+/// When a pull whose wait ends at `expires_at` is given up: [`NO_ANSWER_MARGIN`] past its
+/// wait while nothing came; once messages came, [`ENDED_MARGIN`] after the later of its
+/// wait's end and the last message, so a pull still streaming its batch past its wait (a
+/// slow server, a busy client) is never cut, only one that went quiet without its end.
+fn given_up_at(
+    expires_at: tokio::time::Instant,
+    last_message_at: Option<tokio::time::Instant>,
+) -> tokio::time::Instant {
+    match last_message_at {
+        None => expires_at + NO_ANSWER_MARGIN,
+        Some(at) => at.max(expires_at) + ENDED_MARGIN,
+    }
 }
 
 /// One partition's consumer loop.
@@ -252,11 +267,9 @@ impl Partition {
     }
 
     /// One pull: up to a batch, waiting at most `wait` (and [`NO_ANSWER_MARGIN`] for the
-    /// server to say the pull is over; once messages came, [`ENDED_MARGIN`]: a pull left
-    /// open past that is cut short, and the consumer reopened as after any pull cut short).
+    /// server to say the pull is over; once messages came, [`ENDED_MARGIN`] of quiet past
+    /// its wait: see [`given_up_at`]).
     async fn fetch(&self, consumer: &PullConsumer, wait: Duration) -> Result<Pulled, FetchError> {
-        let expires_at = tokio::time::Instant::now() + wait;
-        let mut given_up_at = expires_at + NO_ANSWER_MARGIN;
         let mut batch = consumer
             .fetch()
             .max_messages(self.batch_size)
@@ -264,9 +277,13 @@ impl Partition {
             .messages()
             .await
             .map_err(FetchError::Request)?;
+        // Counted from the request sent: the server counts its wait from when it arrives.
+        let expires_at = tokio::time::Instant::now() + wait;
+        let mut last_message_at = None;
         let mut messages = Vec::new();
         loop {
-            let Ok(next) = tokio::time::timeout_at(given_up_at, batch.next()).await else {
+            let deadline = given_up_at(expires_at, last_message_at);
+            let Ok(next) = tokio::time::timeout_at(deadline, batch.next()).await else {
                 // The pull is abandoned: anything still delivered to it is lost, which the
                 // consumer's reopening finds outstanding.
                 if messages.is_empty() {
@@ -280,9 +297,7 @@ impl Partition {
             let Some(item) = next else { break };
             match item {
                 Ok(message) => {
-                    if messages.is_empty() {
-                        given_up_at = given_up_at.min(expires_at + ENDED_MARGIN);
-                    }
+                    last_message_at = Some(tokio::time::Instant::now());
                     messages.push(message);
                 }
                 Err(error) if messages.is_empty() && partition_busy(&*error) => {
@@ -636,6 +651,24 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pull_is_given_up_only_once_it_went_quiet_past_its_wait() {
+        let sent = tokio::time::Instant::now();
+        let expires_at = sent + BACKLOG_FETCH_WAIT;
+        // Nothing yet: the server's end (or its first message) is awaited a full margin.
+        assert_eq!(given_up_at(expires_at, None), expires_at + NO_ANSWER_MARGIN);
+        // Messages before the wait ended: given up a short margin past it.
+        let early = sent + Duration::from_millis(10);
+        assert_eq!(
+            given_up_at(expires_at, Some(early)),
+            expires_at + ENDED_MARGIN
+        );
+        // Still streaming well past the wait (a slow server): never cut while it streams.
+        let late = expires_at + Duration::from_millis(400);
+        assert_eq!(given_up_at(expires_at, Some(late)), late + ENDED_MARGIN);
+        assert!(ENDED_MARGIN < NO_ANSWER_MARGIN);
+    }
 
     #[test]
     fn a_busy_partition_is_told_apart_from_a_failed_pull() {
