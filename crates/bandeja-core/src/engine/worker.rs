@@ -193,12 +193,8 @@ impl Floor {
     /// Reads the floor and tenants again in the background, unless a read is running; wakes
     /// the box's worker when the claims made with the old snapshot could have missed rows.
     fn refresh<S: Store>(&self, store: &S, box_kind: BoxKind) {
-        use std::sync::atomic::Ordering;
-        if self.refreshing.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let (store, cache, running) = (store.clone(), self.cache.clone(), self.refreshing.clone());
-        tokio::spawn(async move {
+        let (store, cache) = (store.clone(), self.cache.clone());
+        spawn_unless_running(&self.refreshing, async move {
             let snapshot = read_snapshot(&store, box_kind).await;
             let missed = match cache.lock() {
                 Ok(mut cache) => {
@@ -208,7 +204,6 @@ impl Floor {
                 }
                 Err(_) => false,
             };
-            running.store(false, Ordering::Release);
             if missed {
                 store.wakers().wake(box_kind);
             }
@@ -217,16 +212,11 @@ impl Floor {
 
     /// Starts the store's housekeeping of the box in the background, unless it is running.
     fn maintain<S: Store>(&self, store: &S, box_kind: BoxKind) {
-        use std::sync::atomic::Ordering;
-        if self.maintaining.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let (store, running) = (store.clone(), self.maintaining.clone());
-        tokio::spawn(async move {
+        let store = store.clone();
+        spawn_unless_running(&self.maintaining, async move {
             if let Err(error) = store.maintain(box_kind).await {
                 tracing::debug!(box = %box_kind, %error, "box housekeeping failed");
             }
-            running.store(false, Ordering::Release);
         });
     }
 
@@ -235,6 +225,23 @@ impl Floor {
         self.rotation
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
+}
+
+/// Spawns `work` unless the work `running` flags is still running; clears the flag when it
+/// ends.
+fn spawn_unless_running(
+    running: &Arc<std::sync::atomic::AtomicBool>,
+    work: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    use std::sync::atomic::Ordering;
+    if running.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let running = running.clone();
+    tokio::spawn(async move {
+        work.await;
+        running.store(false, Ordering::Release);
+    });
 }
 
 /// The box's live floor and active tenants, read now. On error, claims go on without a

@@ -453,11 +453,6 @@ mod tests {
         assert_eq!(channel_of(&long).len(), 63);
         assert!(channel_of(&long).starts_with("bandeja_sss"));
     }
-}
-
-#[cfg(test)]
-mod no_flush_wait_tests {
-    use bandeja_core::BoxKind;
 
     /// Every claim and relay statement sets `synchronous_commit = off` for itself, and only
     /// those (the outcome and completion statements, which handlers' work rides on, do not).
