@@ -536,6 +536,9 @@ async fn drain<S: BenchDb>(
     Ok(())
 }
 
+/// How long a live run lets the started workers settle before it emits.
+const SETTLE: Duration = Duration::from_secs(1);
+
 async fn live<S: BenchDb>(
     store: &S,
     args: &Args,
@@ -544,6 +547,10 @@ async fn live<S: BenchDb>(
 ) -> Result<(), BoxError> {
     let broker = broker_before(args).await?;
     let workers = workers(store, args, url, schema).await?;
+    // Emission starts a second after the workers, as graphile-worker's `trickle` starts
+    // adding jobs a second after its worker: what is measured is the running system's
+    // latency, not its start (the first claims' planning, the pools' first connections).
+    tokio::time::sleep(SETTLE).await;
     let emitters = 4u64;
     let per_emitter = Duration::from_secs_f64(emitters as f64 / args.rate.max(1) as f64);
     let total = args.rate * args.seconds;
@@ -552,13 +559,18 @@ async fn live<S: BenchDb>(
         args.rate
     );
     let started = Instant::now();
+    // The emitters take turns, one emission every `1 / rate` seconds (as graphile-worker's
+    // `trickle` adds its jobs): emitter `e` starts `e / rate` after the first, so the
+    // emissions do not arrive in bursts of `emitters` at once.
+    let first = tokio::time::Instant::now();
     let mut tasks = Vec::new();
     for e in 0..emitters {
         let store = store.clone();
         let keys = args.keys;
+        let offset = per_emitter.mul_f64(e as f64 / emitters as f64);
         tasks.push(tokio::spawn(async move {
             let outbox = Bandeja::builder(store.clone()).build()?.outbox();
-            let mut ticker = tokio::time::interval(per_emitter);
+            let mut ticker = tokio::time::interval_at(first + offset, per_emitter);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
             let mut n = e;
             while n < total {
