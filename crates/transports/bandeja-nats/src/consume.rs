@@ -39,8 +39,6 @@ const MAX_BUSY_PAUSE: Duration = Duration::from_millis(320);
 /// How often a consumer reads the service's subscribed addresses again even when every
 /// message it receives is wanted (so an address retired stops being stored).
 const REFRESH_WANTED: Duration = Duration::from_secs(10);
-/// How long a pull waits right after one that brought messages.
-const BACKLOG_FETCH_WAIT: Duration = Duration::from_millis(50);
 /// How long past its wait a pull may take before it counts as unanswered: the server
 /// answers an expired pull itself, and right after a restart it sometimes answers none
 /// (the client would give up only 5 s later).
@@ -92,6 +90,14 @@ fn given_up_at(
         None => expires_at + NO_ANSWER_MARGIN,
         Some(at) => at.max(expires_at) + ENDED_MARGIN,
     }
+}
+
+/// Whether a pull that brought nothing was ended at once by the server because another
+/// process of the service holds the partition: a pull that was to wait, answered in under
+/// half its wait. A pull without a wait is answered at once whenever the partition holds
+/// nothing, and says nothing of other processes.
+fn refused_at_once(wait: Option<Duration>, took: Duration) -> bool {
+    wait.is_some_and(|wait| took < wait / 2)
 }
 
 /// One partition's consumer loop.
@@ -196,15 +202,14 @@ impl Partition {
                     }
                 },
             };
-            // After a pull that brought messages there is likely a backlog: pull with a short
-            // wait. A pull waits to fill its batch, and when several processes of the service
-            // share the partition (its in-flight limit is one batch), none can fill one: a
-            // long wait would cost each of them the whole of it on every pull.
-            let wait = if backlog {
-                BACKLOG_FETCH_WAIT.min(self.fetch_wait)
-            } else {
-                self.fetch_wait
-            };
+            // After a pull that brought messages there is likely a backlog: pull without a
+            // wait, taking what the partition holds now (the server answers at once: `404`
+            // when it holds nothing, and the next pull waits). A pull with a short wait that
+            // found nothing was, under load, now and then never answered by the server when
+            // its wait ended (JetStream 2.9.10 here): the partition then stood still for the
+            // whole no-answer margin, and most NATS drains of 30,000 met one to six such
+            // stalls (docs/performance.md, 2026-12-07, third session).
+            let wait = if backlog { None } else { Some(self.fetch_wait) };
             let pulled_at = Instant::now();
             match self.fetch(&current, wait).await {
                 Ok(Pulled { messages, .. }) if messages.is_empty() => {
@@ -219,8 +224,10 @@ impl Partition {
                         continue;
                     }
                     consumer = Some(current);
-                    // Ended at once (another process's pull is waiting): not asked again at once.
-                    let pause = if pulled_at.elapsed() < wait / 2 {
+                    // A waiting pull ended at once (another process's pull is waiting): not
+                    // asked again at once. A backlog pull that found nothing is followed at
+                    // once by a waiting one.
+                    let pause = if refused_at_once(wait, pulled_at.elapsed()) {
                         busy.next()
                     } else {
                         busy.reset();
@@ -266,19 +273,24 @@ impl Partition {
         }
     }
 
-    /// One pull: up to a batch, waiting at most `wait` (and [`NO_ANSWER_MARGIN`] for the
-    /// server to say the pull is over; once messages came, [`ENDED_MARGIN`] of quiet past
-    /// its wait: see [`given_up_at`]).
-    async fn fetch(&self, consumer: &PullConsumer, wait: Duration) -> Result<Pulled, FetchError> {
-        let mut batch = consumer
-            .fetch()
-            .max_messages(self.batch_size)
-            .expires(wait)
-            .messages()
-            .await
-            .map_err(FetchError::Request)?;
+    /// One pull: up to a batch, waiting at most `wait` for the first message, or — `None`,
+    /// right after a pull that brought messages — only what the partition holds now (the
+    /// server answers such a pull at once, `404` when it holds nothing). Given up after
+    /// [`NO_ANSWER_MARGIN`] past its wait without an answer, or once messages came after
+    /// [`ENDED_MARGIN`] of quiet past its wait: see [`given_up_at`].
+    async fn fetch(
+        &self,
+        consumer: &PullConsumer,
+        wait: Option<Duration>,
+    ) -> Result<Pulled, FetchError> {
+        let request = consumer.fetch().max_messages(self.batch_size);
+        let request = match wait {
+            Some(wait) => request.expires(wait),
+            None => request,
+        };
+        let mut batch = request.messages().await.map_err(FetchError::Request)?;
         // Counted from the request sent: the server counts its wait from when it arrives.
-        let expires_at = tokio::time::Instant::now() + wait;
+        let expires_at = tokio::time::Instant::now() + wait.unwrap_or_default();
         let mut last_message_at = None;
         let mut messages = Vec::new();
         loop {
@@ -655,7 +667,7 @@ mod tests {
     #[test]
     fn a_pull_is_given_up_only_once_it_went_quiet_past_its_wait() {
         let sent = tokio::time::Instant::now();
-        let expires_at = sent + BACKLOG_FETCH_WAIT;
+        let expires_at = sent + Duration::from_millis(50);
         // Nothing yet: the server's end (or its first message) is awaited a full margin.
         assert_eq!(given_up_at(expires_at, None), expires_at + NO_ANSWER_MARGIN);
         // Messages before the wait ended: given up a short margin past it.
@@ -668,6 +680,19 @@ mod tests {
         let late = expires_at + Duration::from_millis(400);
         assert_eq!(given_up_at(expires_at, Some(late)), late + ENDED_MARGIN);
         assert!(ENDED_MARGIN < NO_ANSWER_MARGIN);
+    }
+
+    #[test]
+    fn only_a_waiting_pull_answered_at_once_means_another_process_holds_the_partition() {
+        let second = Duration::from_secs(1);
+        // A waiting pull ended at once: another process's pull is waiting.
+        assert!(refused_at_once(Some(second), Duration::from_millis(3)));
+        // A waiting pull that waited out (most of) its wait: the partition is idle.
+        assert!(!refused_at_once(Some(second), Duration::from_millis(900)));
+        // A pull after a batch does not wait: its empty answer is the partition's state now,
+        // followed at once by a waiting pull, never by the busy pause.
+        assert!(!refused_at_once(None, Duration::ZERO));
+        assert!(!refused_at_once(None, Duration::from_millis(3)));
     }
 
     #[test]
