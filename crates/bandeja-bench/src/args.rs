@@ -16,8 +16,8 @@ pub(crate) enum StoreKind {
 pub(crate) enum Mode {
     /// N messages already in the outbox; time until every one is handled.
     Drain,
-    /// Emitters commit one message per transaction at a rate, evenly spaced (a second
-    /// after the workers start); commit→handled latency.
+    /// Emitters commit one message per transaction at a rate, evenly spaced (starting a
+    /// second after the workers were started or spawned); commit→handled latency.
     Live,
 }
 

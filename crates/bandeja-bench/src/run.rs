@@ -550,6 +550,8 @@ async fn live<S: BenchDb>(
     // Emission starts a second after the workers, as graphile-worker's `trickle` starts
     // adding jobs a second after its worker: what is measured is the running system's
     // latency, not its start (the first claims' planning, the pools' first connections).
+    // With `--processes` above 1 the second counts from spawning the worker processes,
+    // which may still be starting when it ends.
     tokio::time::sleep(SETTLE).await;
     let emitters = 4u64;
     let per_emitter = Duration::from_secs_f64(emitters as f64 / args.rate.max(1) as f64);

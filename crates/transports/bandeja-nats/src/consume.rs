@@ -30,8 +30,8 @@ const FIRST_PAUSE: Duration = Duration::from_millis(100);
 /// an outage ends.
 const MAX_PAUSE: Duration = Duration::from_secs(1);
 /// The first pause before pulling a partition again that another process of the service
-/// holds (its pull, or its batch in flight), or after a pull the server ended at once
-/// with nothing; it doubles up to [`MAX_BUSY_PAUSE`] while that lasts.
+/// holds (its pull, or its batch in flight), or after a waiting pull the server ended at
+/// once with nothing; it doubles up to [`MAX_BUSY_PAUSE`] while that lasts.
 const BUSY_PAUSE: Duration = Duration::from_millis(20);
 /// The longest such pause: another process's idle pull holds the partition for its whole
 /// wait, and asking every 20 ms meanwhile would only load the server.
@@ -90,6 +90,16 @@ fn given_up_at(
         None => expires_at + NO_ANSWER_MARGIN,
         Some(at) => at.max(expires_at) + ENDED_MARGIN,
     }
+}
+
+/// Whether deliveries of the partition's consumer are outstanding (not acknowledged), as
+/// the server says now: after a pull of this process that brought nothing, another
+/// process holds them. `false` when the server cannot say.
+async fn held_elsewhere(consumer: &PullConsumer) -> bool {
+    consumer
+        .get_info()
+        .await
+        .is_ok_and(|info| info.num_ack_pending > 0)
 }
 
 /// Whether a pull that brought nothing was ended at once by the server because another
@@ -203,8 +213,10 @@ impl Partition {
                 },
             };
             // After a pull that brought messages there is likely a backlog: pull without a
-            // wait, taking what the partition holds now (the server answers at once: `404`
-            // when it holds nothing, and the next pull waits). A pull with a short wait that
+            // wait, taking what the partition holds (the server answers `404` at once when
+            // it holds nothing, and the next pull waits; it delivers at once what it holds,
+            // unless another process's deliveries fill the in-flight limit: then once they
+            // are acknowledged, see `held_elsewhere`). A pull with a short wait that
             // found nothing was, under load, now and then never answered by the server when
             // its wait ended (JetStream 2.9.10 here): the partition then stood still for the
             // whole no-answer margin, and most NATS drains of 30,000 met one to six such
@@ -261,6 +273,21 @@ impl Partition {
                         return;
                     }
                 }
+                // A pull without a wait is held by the server while deliveries it made
+                // elsewhere fill the partition's in-flight limit (another process storing
+                // its batch, slower than the margin): nothing failed. The next pull waits,
+                // so the server ends it itself.
+                Err(FetchError::NoAnswer) if wait.is_none() && held_elsewhere(&current).await => {
+                    tracing::debug!(
+                        consumer = self.name(),
+                        "a pull without a wait found the partition's deliveries in flight elsewhere"
+                    );
+                    backlog = false;
+                    consumer = Some(current);
+                    if !self.pause(busy.next()).await {
+                        return;
+                    }
+                }
                 Err(error) => {
                     // The handle is dropped: the consumer is opened again before the next
                     // pull, and rewound if the failed pull lost deliveries.
@@ -274,8 +301,8 @@ impl Partition {
     }
 
     /// One pull: up to a batch, waiting at most `wait` for the first message, or — `None`,
-    /// right after a pull that brought messages — only what the partition holds now (the
-    /// server answers such a pull at once, `404` when it holds nothing). Given up after
+    /// right after a pull that brought messages — only what the partition holds (`404` at
+    /// once when it holds nothing; delivered once the in-flight limit allows). Given up after
     /// [`NO_ANSWER_MARGIN`] past its wait without an answer, or once messages came after
     /// [`ENDED_MARGIN`] of quiet past its wait: see [`given_up_at`].
     async fn fetch(
