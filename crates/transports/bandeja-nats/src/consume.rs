@@ -94,7 +94,9 @@ fn given_up_at(
 
 /// Whether deliveries of the partition's consumer are outstanding (not acknowledged), as
 /// the server says now: after a pull of this process that brought nothing, another
-/// process holds them. `false` when the server cannot say.
+/// process holds them (or the server did not confirm this process's own last
+/// acknowledgements, which the order check and the idle check then settle). `false` when
+/// the server cannot say.
 async fn held_elsewhere(consumer: &PullConsumer) -> bool {
     consumer
         .get_info()
@@ -707,6 +709,10 @@ mod tests {
         let late = expires_at + Duration::from_millis(400);
         assert_eq!(given_up_at(expires_at, Some(late)), late + ENDED_MARGIN);
         assert!(ENDED_MARGIN < NO_ANSWER_MARGIN);
+        // A pull without a wait (its wait ends when it is sent): unanswered, given up a full
+        // margin after it was sent; once messages came, a short margin after the last.
+        assert_eq!(given_up_at(sent, None), sent + NO_ANSWER_MARGIN);
+        assert_eq!(given_up_at(sent, Some(early)), early + ENDED_MARGIN);
     }
 
     #[test]
