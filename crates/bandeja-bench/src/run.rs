@@ -560,11 +560,11 @@ async fn live<S: BenchDb>(
         "emitting {total} messages at {}/s, one transaction each...",
         args.rate
     );
-    let started = Instant::now();
     // The emitters take turns, one emission every `1 / rate` seconds (as graphile-worker's
     // `trickle` adds its jobs): emitter `e` starts `e / rate` after the first, so the
     // emissions do not arrive in bursts of `emitters` at once.
     let first = tokio::time::Instant::now();
+    let started = first.into_std();
     let mut tasks = Vec::new();
     for e in 0..emitters {
         let store = store.clone();

@@ -221,7 +221,7 @@ impl Partition {
             // are acknowledged, see `held_elsewhere`). A pull with a short wait that
             // found nothing was, under load, now and then never answered by the server when
             // its wait ended (JetStream 2.9.10 here): the partition then stood still for the
-            // whole no-answer margin, and most NATS drains of 30,000 met one to six such
+            // whole no-answer margin, and most NATS drains of 30,000 met four to six such
             // stalls (docs/performance.md, 2026-12-07, third session).
             let wait = if backlog { None } else { Some(self.fetch_wait) };
             let pulled_at = Instant::now();
