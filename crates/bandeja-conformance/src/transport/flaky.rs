@@ -192,6 +192,9 @@ impl<S: Inspect> Store for Flaky<S> {
     async fn transaction_mark(&self, tx: &mut Self::Tx) -> Result<Option<i64>, StoreError> {
         self.inner.transaction_mark(tx).await
     }
+    async fn mark_and_open(&self, tx: &mut Self::Tx) -> Result<Option<i64>, StoreError> {
+        self.inner.mark_and_open(tx).await
+    }
     async fn committed(&self, mark: i64) -> Result<Option<bool>, StoreError> {
         self.inner.committed(mark).await
     }

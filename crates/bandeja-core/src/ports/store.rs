@@ -298,6 +298,20 @@ pub trait Store: Clone + Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Takes the mark of `tx` ([`Store::transaction_mark`]) and opens the first handler's
+    /// savepoint ([`SavepointStep::Open`]): what a batched transaction does before its
+    /// first handler on a store that does not mark lazily. A store that can send both in
+    /// one round trip overrides it (PostgreSQL); the default makes the two calls. An
+    /// error means the savepoint is not open (the connection, not a handler).
+    async fn mark_and_open(&self, tx: &mut Self::Tx) -> Result<Option<i64>, StoreError> {
+        let mark = self.transaction_mark(tx).await.unwrap_or_else(|error| {
+            tracing::debug!(%error, "no transaction mark");
+            None
+        });
+        self.savepoint(tx, SavepointStep::Open).await?;
+        Ok(mark)
+    }
+
     /// Whether a batched transaction asks for its mark after each handler that completed
     /// (until it gets one) rather than once at its start: a store whose mark is a write
     /// that would take a lock the handlers should not hold yet (SQLite's one write lock)

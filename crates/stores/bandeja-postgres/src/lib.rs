@@ -6,6 +6,7 @@ mod columns;
 mod completion;
 mod decode;
 mod maintenance;
+mod pool_check;
 mod queries;
 mod relay;
 mod sagas;
@@ -24,7 +25,7 @@ use std::time::Duration;
 use bandeja_core::config::CompletionModes;
 use bandeja_core::wake::Wakers;
 use bandeja_core::{BoxKind, HandlerContext, StoreError, StoreErrorKind};
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::PgPool;
 
 use crate::queries::BoxQueries;
 use crate::relay::RelayHandle;
@@ -235,7 +236,7 @@ impl PgStore {
         options.validate()?;
         tls::check_tls_parameters(url)
             .map_err(|e| StoreError::new(StoreErrorKind::Permanent, "connect to PostgreSQL", e))?;
-        let pool = PgPoolOptions::new()
+        let pool = pool_check::pool_options()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
             .connect(url)
@@ -263,7 +264,7 @@ impl PgStore {
         let schema = schema.unwrap_or(DEFAULT_SCHEMA);
         validate_schema(schema)?;
         let channel = channel_of(schema);
-        let leases = PgPoolOptions::new()
+        let leases = pool_check::pool_options()
             .max_connections(LEASE_CONNECTIONS)
             .min_connections(0)
             .acquire_timeout(pool.options().get_acquire_timeout())

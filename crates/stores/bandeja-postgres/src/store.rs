@@ -22,6 +22,10 @@ use crate::columns::{bind_outcomes, seconds, InboxBatch, MessageColumns};
 use crate::decode::{row_key, row_view};
 use crate::{sqlx_error, PgStore, MIGRATOR};
 
+/// The mark of a batched transaction and its first handler's savepoint, in one round trip
+/// ([`Store::mark_and_open`]); the savepoint is [`SavepointStep::Open`]'s.
+const MARK_AND_OPEN: &str = "SELECT txid_current(); SAVEPOINT bandeja_handler";
+
 /// Inserts inbox rows with dedup (and notifies the inbox's channel) on `conn`.
 async fn insert_inbox_rows(
     store: &PgStore,
@@ -287,6 +291,15 @@ impl Store for PgStore {
             .await
             .map(Some)
             .map_err(|e| sqlx_error("read the transaction id", e))
+    }
+
+    /// `SELECT txid_current(); SAVEPOINT bandeja_handler` in one simple query: one round
+    /// trip before a chunk's first handler instead of two.
+    async fn mark_and_open(&self, tx: &mut Self::Tx) -> Result<Option<i64>, StoreError> {
+        let rows = sqlx::Executor::fetch_all(&mut **tx, MARK_AND_OPEN)
+            .await
+            .map_err(|e| sqlx_error("open the handler's savepoint", e))?;
+        Ok(rows.first().and_then(|row| row.try_get::<i64, _>(0).ok()))
     }
 
     async fn committed(&self, mark: i64) -> Result<Option<bool>, StoreError> {
@@ -652,4 +665,14 @@ pub(crate) fn bind_claim<'q>(
             }));
     }
     query
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_folded_savepoint_is_the_one_handlers_release() {
+        assert!(MARK_AND_OPEN.ends_with(SavepointStep::Open.sql()));
+    }
 }

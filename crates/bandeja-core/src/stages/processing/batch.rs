@@ -173,14 +173,12 @@ impl<'m, S: Store> Chunk<'m, S> {
                 return (failures, Vec::new(), false);
             }
         };
-        // Whether the transaction committed can be asked later, if a handler ends it (a
-        // store that marks lazily: once a handler has written, see `mark_after`).
+        // Whether the transaction committed can be asked later, if a handler ends it: the
+        // mark is taken with the first handler's savepoint (one round trip where the store
+        // allows), or, on a store that marks lazily, once a handler has written.
         let lazily = shared.store.marks_lazily();
-        let mut mark = if lazily {
-            None
-        } else {
-            mark_of(shared, &mut tx).await
-        };
+        let mut mark = None;
+        let mut to_mark = !lazily;
         let mut done: Vec<&'m StoredMessage> = Vec::new();
         let mut emitted: Vec<MessageRecord> = Vec::new();
         while let Some(unit) = self.take_next() {
@@ -195,9 +193,34 @@ impl<'m, S: Store> Chunk<'m, S> {
                 continue;
             }
             let span = run::span(unit.messages[0]);
-            let step = attempt(shared, box_kind, &mut tx, unit, &unit.messages, lease)
-                .instrument(span.clone())
-                .await;
+            let opened = if to_mark {
+                to_mark = false;
+                match shared.store.mark_and_open(&mut tx).await {
+                    Ok(marked) => {
+                        mark = marked;
+                        Ok(Savepoint::Open)
+                    }
+                    Err(error) => Err(error),
+                }
+            } else {
+                Ok(Savepoint::ToOpen)
+            };
+            let step = match opened {
+                Ok(savepoint) => {
+                    attempt(
+                        shared,
+                        box_kind,
+                        &mut tx,
+                        unit,
+                        &unit.messages,
+                        lease,
+                        savepoint,
+                    )
+                    .instrument(span.clone())
+                    .await
+                }
+                Err(error) => Step::Broken(None, error.to_string()),
+            };
             // `Some((error, guilty, unattributed))` once the transaction is gone.
             let mut broken: Option<(String, Guilty<'m>, bool)> = None;
             match step {
@@ -211,9 +234,18 @@ impl<'m, S: Store> Chunk<'m, S> {
                 // A group failed: find the culprit(s) by trying each message alone.
                 Step::Failed(_) if unit.messages.len() > 1 => {
                     for &message in &unit.messages {
-                        match attempt(shared, box_kind, &mut tx, unit, &[message], lease)
-                            .instrument(run::span(message))
-                            .await
+                        let savepoint = Savepoint::ToOpen;
+                        match attempt(
+                            shared,
+                            box_kind,
+                            &mut tx,
+                            unit,
+                            &[message],
+                            lease,
+                            savepoint,
+                        )
+                        .instrument(run::span(message))
+                        .await
                         {
                             Step::Done(records) => {
                                 done.push(message);
@@ -493,6 +525,14 @@ async fn mark_of<S: Store>(shared: &Shared<S>, tx: &mut S::Tx) -> Option<i64> {
         })
 }
 
+/// Whether the savepoint of an [`attempt`] is still to be opened.
+enum Savepoint {
+    /// Opened already, with the transaction's mark ([`Store::mark_and_open`]).
+    Open,
+    /// The attempt opens it.
+    ToOpen,
+}
+
 /// Runs `messages` of `unit` inside a savepoint.
 async fn attempt<S: Store>(
     shared: &Shared<S>,
@@ -501,9 +541,12 @@ async fn attempt<S: Store>(
     unit: &Unit<'_, S>,
     messages: &[&StoredMessage],
     lease: &Lease,
+    savepoint: Savepoint,
 ) -> Step {
-    if let Err(error) = shared.store.savepoint(tx, SavepointStep::Open).await {
-        return Step::Broken(None, error.to_string());
+    if let Savepoint::ToOpen = savepoint {
+        if let Err(error) = shared.store.savepoint(tx, SavepointStep::Open).await {
+            return Step::Broken(None, error.to_string());
+        }
     }
     let ran = run::run_handler(shared, tx, box_kind, unit.handler.as_ref(), messages, lease).await;
     let released = match ran {
