@@ -32,6 +32,11 @@ async fn a_connection_the_server_closed_while_it_sat_idle_is_replaced_before_it_
         .fetch_one(store.pool())
         .await
         .expect("the pool's backend");
+    // Given back (after sqlx's ping on release) and idle: from here its idle time counts.
+    let idle = || (store.pool().size() == 1 && store.pool().num_idle() == 1).then_some(());
+    eventually(Duration::from_secs(10), || async { idle() })
+        .await
+        .expect("the pool's connection is back in the pool");
     let last_use = Instant::now();
 
     // What a server restart or an idle timeout does to the pool's one connection.
@@ -58,6 +63,11 @@ async fn a_connection_the_server_closed_while_it_sat_idle_is_replaced_before_it_
     .expect("the terminated backend is gone");
     // The check is made only for a connection idle past the store's threshold.
     tokio::time::sleep_until((last_use + IDLE_PAST_THE_PING).into()).await;
+    assert_eq!(
+        idle(),
+        Some(()),
+        "the closed connection still sits in the pool, to be lent"
+    );
 
     let mut tx = store
         .begin()

@@ -115,6 +115,10 @@ async fn open_pool(
         .max_connections(if in_memory { 1 } else { 24 })
         .min_connections(1)
         .acquire_timeout(Duration::from_secs(60))
+        // A connection is a file handle in this process that nothing closes from outside:
+        // sqlx's ping before lending (a hop to the connection's thread and back before every
+        // transaction and claim) finds nothing, and it still pings on release.
+        .test_before_acquire(false)
         .after_connect(move |conn, _| Box::pin(crate::busy::install(conn, role)))
         .after_release(|conn, _| Box::pin(crate::release::reusable_connection(conn)))
         .connect_with(options)
