@@ -29,6 +29,7 @@
 
 mod args;
 mod broker;
+mod completed;
 mod db;
 mod handler;
 mod run;

@@ -546,6 +546,7 @@ async fn live<S: BenchDb>(
     schema: Option<&str>,
 ) -> Result<(), BoxError> {
     let broker = broker_before(args).await?;
+    crate::completed::install();
     let workers = workers(store, args, url, schema).await?;
     // Emission starts a second after the workers, as graphile-worker's `trickle` starts
     // adding jobs a second after its worker: what is measured is the running system's
@@ -599,7 +600,10 @@ async fn live<S: BenchDb>(
     cleaned?;
     let mut latencies = store.latencies().await?;
     let extra = merged(
-        serde_json::json!({"rate": args.rate, "achieved_rate": total as f64 / emit_seconds}),
+        merged(
+            serde_json::json!({"rate": args.rate, "achieved_rate": total as f64 / emit_seconds}),
+            crate::completed::fields(crate::completed::take_ms()),
+        ),
         broker,
     );
     report(args, "live", total, seconds, &mut latencies, rss, extra);
