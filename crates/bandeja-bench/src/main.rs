@@ -25,7 +25,11 @@
 //! rebalance delay, 3 s by default); that start is `start_seconds` of the JSON line.
 //! Against a broker other than the mock, `--broker-url` (Kafka: bootstrap servers).
 //!
-//! Each run prints progress on stderr and one JSON line with the figures on stdout.
+//! Each run prints progress on stderr and one JSON line with the figures on stdout. A live
+//! run's `latency_p50_ms` / `latency_p99_ms` end when the handler is called (its effect
+//! row); `completed_p50_ms` / `completed_p99_ms` end when the completion has committed
+//! (the library's commit→handled histogram; with `--processes 1` only), the interval of
+//! graphile-worker's `trickle` `complete_*`.
 
 mod args;
 mod broker;
