@@ -86,12 +86,7 @@ async fn the_mark_of_a_batch_transaction_comes_with_its_first_savepoint() {
     let Some((store, _guard)) = common::try_fresh_store().await else {
         return;
     };
-    let mut tx = store.begin().await.expect("begin");
-    let mark = store
-        .mark_and_open(&mut tx)
-        .await
-        .expect("mark and open")
-        .expect("PostgreSQL marks a transaction by its id");
+    let (mut tx, mark) = marked(&store).await;
     let own: i64 = sqlx::query_scalar("SELECT txid_current()")
         .fetch_one(&mut *tx)
         .await
@@ -104,12 +99,7 @@ async fn the_mark_of_a_batch_transaction_comes_with_its_first_savepoint() {
     store.commit(tx).await.expect("commit");
     assert_eq!(store.committed(mark).await.expect("status"), Some(true));
 
-    let mut rolled_back = store.begin().await.expect("begin");
-    let mark = store
-        .mark_and_open(&mut rolled_back)
-        .await
-        .expect("mark and open")
-        .expect("a mark");
+    let (rolled_back, mark) = marked(&store).await;
     drop(rolled_back);
     let status = eventually(Duration::from_secs(10), || {
         let store = &store;
@@ -118,4 +108,15 @@ async fn the_mark_of_a_batch_transaction_comes_with_its_first_savepoint() {
     .await
     .expect("the rolled-back transaction's status is known");
     assert!(!status, "a transaction dropped unfinished did not commit");
+}
+
+/// A new transaction of `store`, marked and with the first handler's savepoint open.
+async fn marked(store: &PgStore) -> (<PgStore as Store>::Tx, i64) {
+    let mut tx = store.begin().await.expect("begin");
+    let mark = store
+        .mark_and_open(&mut tx)
+        .await
+        .expect("mark and open")
+        .expect("PostgreSQL marks a transaction by its id");
+    (tx, mark)
 }
