@@ -299,7 +299,14 @@ impl Store for PgStore {
         let rows = sqlx::Executor::fetch_all(&mut **tx, MARK_AND_OPEN)
             .await
             .map_err(|e| sqlx_error("open the handler's savepoint", e))?;
-        Ok(rows.first().and_then(|row| row.try_get::<i64, _>(0).ok()))
+        Ok(match rows.first().map(|row| row.try_get::<i64, _>(0)) {
+            Some(Ok(mark)) => Some(mark),
+            Some(Err(error)) => {
+                tracing::debug!(%error, "no transaction mark");
+                None
+            }
+            None => None,
+        })
     }
 
     async fn committed(&self, mark: i64) -> Result<Option<bool>, StoreError> {

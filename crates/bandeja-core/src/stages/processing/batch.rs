@@ -193,34 +193,34 @@ impl<'m, S: Store> Chunk<'m, S> {
                 continue;
             }
             let span = run::span(unit.messages[0]);
-            let opened = if to_mark {
+            let mut savepoint = Savepoint::ToOpen;
+            if to_mark {
+                // No handler has run in this transaction yet: nothing to attribute.
                 to_mark = false;
                 match shared.store.mark_and_open(&mut tx).await {
                     Ok(marked) => {
                         mark = marked;
-                        Ok(Savepoint::Open)
+                        savepoint = Savepoint::Open;
                     }
-                    Err(error) => Err(error),
+                    Err(error) => {
+                        tracing::warn!(%error, "could not open a batch transaction's first savepoint; its messages are released");
+                        failures.extend(unit.messages.iter().copied().map(crate::attempt::release));
+                        failures.extend(self.take_rest().into_iter().map(crate::attempt::release));
+                        return (failures, Vec::new(), false);
+                    }
                 }
-            } else {
-                Ok(Savepoint::ToOpen)
-            };
-            let step = match opened {
-                Ok(savepoint) => {
-                    attempt(
-                        shared,
-                        box_kind,
-                        &mut tx,
-                        unit,
-                        &unit.messages,
-                        lease,
-                        savepoint,
-                    )
-                    .instrument(span.clone())
-                    .await
-                }
-                Err(error) => Step::Broken(None, error.to_string()),
-            };
+            }
+            let step = attempt(
+                shared,
+                box_kind,
+                &mut tx,
+                unit,
+                &unit.messages,
+                lease,
+                savepoint,
+            )
+            .instrument(span.clone())
+            .await;
             // `Some((error, guilty, unattributed))` once the transaction is gone.
             let mut broken: Option<(String, Guilty<'m>, bool)> = None;
             match step {
@@ -234,18 +234,10 @@ impl<'m, S: Store> Chunk<'m, S> {
                 // A group failed: find the culprit(s) by trying each message alone.
                 Step::Failed(_) if unit.messages.len() > 1 => {
                     for &message in &unit.messages {
-                        let savepoint = Savepoint::ToOpen;
-                        match attempt(
-                            shared,
-                            box_kind,
-                            &mut tx,
-                            unit,
-                            &[message],
-                            lease,
-                            savepoint,
-                        )
-                        .instrument(run::span(message))
-                        .await
+                        let alone = Savepoint::ToOpen;
+                        match attempt(shared, box_kind, &mut tx, unit, &[message], lease, alone)
+                            .instrument(run::span(message))
+                            .await
                         {
                             Step::Done(records) => {
                                 done.push(message);
