@@ -84,8 +84,8 @@ pub(crate) fn fields(mut values_ms: Vec<f64>) -> serde_json::Value {
     }
     values_ms.sort_unstable_by(f64::total_cmp);
     let pick = |percent: usize| {
-        let index = (values_ms.len() - 1) * percent;
-        (values_ms[index.div_ceil(100)] * 1000.0).round() / 1000.0
+        let value = crate::run::nearest_rank(&values_ms, percent).unwrap_or_default();
+        (value * 1000.0).round() / 1000.0
     };
     serde_json::json!({
         "completed_p50_ms": pick(50),

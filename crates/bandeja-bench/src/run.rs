@@ -380,10 +380,9 @@ fn report(
     extra: serde_json::Value,
 ) {
     latencies.sort_unstable();
-    // Nearest-rank percentile over the sorted latencies, in milliseconds.
+    // Over the sorted latencies, in milliseconds.
     let pick = |percent: usize| -> f64 {
-        let index = (latencies.len().saturating_sub(1) * percent).div_ceil(100);
-        latencies.get(index).copied().unwrap_or_default() as f64 / 1000.0
+        nearest_rank(latencies, percent).unwrap_or_default() as f64 / 1000.0
     };
     let mut line = serde_json::json!({
         "store": format!("{:?}", args.store).to_lowercase(),
@@ -404,6 +403,12 @@ fn report(
         line.extend(extra);
     }
     println!("{line}");
+}
+
+/// The nearest-rank `percent` percentile of `sorted` (ascending), `None` when it is empty.
+pub(crate) fn nearest_rank<T: Copy>(sorted: &[T], percent: usize) -> Option<T> {
+    let index = (sorted.len().saturating_sub(1) * percent).div_ceil(100);
+    sorted.get(index).copied()
 }
 
 /// With a simulated handler time: what the worker processes could drain at most, every
